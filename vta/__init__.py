@@ -1,0 +1,33 @@
+"""vta: a toolkit for the VTA deep-learning accelerator.
+
+Configuration (:class:`Config`), the bit-exact ISA codec (:mod:`vta.isa`), the
+NumPy golden model (:mod:`vta.golden`) and the device API (:func:`open_device`).
+"""
+
+from . import isa
+from .config import Config
+from .errors import (
+    AssemblyError,
+    ConfigError,
+    DeadlockError,
+    DeviceError,
+    DeviceTimeoutError,
+    EncodingError,
+    ExecutionError,
+    VTAError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AssemblyError",
+    "Config",
+    "ConfigError",
+    "DeadlockError",
+    "DeviceError",
+    "DeviceTimeoutError",
+    "EncodingError",
+    "ExecutionError",
+    "VTAError",
+    "isa",
+]

@@ -1,0 +1,473 @@
+"""The VTA instruction set: field tables, bit-exact encode/decode, (dis)assembly.
+
+The ISA is data.  For every format there is one ordered table of
+``(field name, width)`` pairs, in ``hw_spec.h`` order.  :func:`layout` places the
+fields the way GCC lays out ``uint64_t`` bit-fields on x86-64: from bit 0
+upward, and a field that would straddle a 64-bit boundary starts at the next
+64-bit word instead.  Micro-ops are ``uint32_t`` bit-fields, laid out the same
+way in 32-bit units.  Encode, decode, the disassembler and the assembler all
+read the placed tables, so they agree for every configuration.
+
+Instructions are 16 bytes little-endian (bits 0..63 in the first 8 bytes),
+micro-ops 4 bytes little-endian.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Iterable
+
+from .errors import AssemblyError, ConfigError, EncodingError
+
+if TYPE_CHECKING:
+    from .config import Config
+
+INSN_BYTES = 16
+UOP_BYTES = 4
+
+
+class Opcode(enum.IntEnum):
+    """Instruction opcodes (3 bits); 5..7 are undefined."""
+
+    LOAD = 0
+    STORE = 1
+    GEMM = 2
+    FINISH = 3
+    ALU = 4
+
+
+class MemId(enum.IntEnum):
+    """``memory_type`` values of LOAD/STORE (3 bits); 6 and 7 are undefined."""
+
+    UOP = 0
+    WGT = 1
+    INP = 2
+    ACC = 3
+    OUT = 4
+    ACC_8BIT = 5
+
+
+class AluOp(enum.IntEnum):
+    """ALU opcodes (3 bits); 5..7 are undefined."""
+
+    MIN = 0
+    MAX = 1
+    ADD = 2
+    SHR = 3
+    MUL = 4
+
+
+DEP_FLAGS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One placed bit-field: bits ``[lo, lo + width)``."""
+
+    name: str
+    lo: int
+    width: int
+    signed: bool = False
+
+    @property
+    def hi(self) -> int:
+        """Index of the field's most significant bit."""
+        return self.lo + self.width - 1
+
+    @property
+    def min(self) -> int:
+        return -(1 << (self.width - 1)) if self.signed else 0
+
+    @property
+    def max(self) -> int:
+        return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
+
+
+# ----------------------------------------------------------------- field tables
+def _common() -> list[tuple[str, int]]:
+    return [("opcode", 3), *((flag, 1) for flag in DEP_FLAGS)]
+
+
+def field_table(fmt: str, cfg: Config) -> list[tuple[str, int]]:
+    """Ordered ``(name, width)`` pairs of format ``fmt`` ("generic", "mem", "gemm", "alu", "uop")."""
+    u, a = cfg.LOG_UOP_BUFF_DEPTH, cfg.LOG_ACC_BUFF_DEPTH
+    i, w = cfg.LOG_INP_BUFF_DEPTH, cfg.LOG_WGT_BUFF_DEPTH
+    compute_head = [("reset_reg", 1), ("uop_bgn", u), ("uop_end", u + 1),
+                    ("iter_out", 14), ("iter_in", 14), ("dst_factor_out", a), ("dst_factor_in", a)]
+    if fmt == "generic":
+        return _common()
+    if fmt == "mem":
+        return [*_common(), ("memory_type", 3), ("sram_base", 16), ("dram_base", 32),
+                ("y_size", 16), ("x_size", 16), ("x_stride", 16),
+                ("y_pad_0", 4), ("y_pad_1", 4), ("x_pad_0", 4), ("x_pad_1", 4)]
+    if fmt == "gemm":
+        return [*_common(), *compute_head, ("src_factor_out", i), ("src_factor_in", i),
+                ("wgt_factor_out", w), ("wgt_factor_in", w)]
+    if fmt == "alu":
+        return [*_common(), *compute_head, ("src_factor_out", a), ("src_factor_in", a),
+                ("alu_opcode", 3), ("use_imm", 1), ("imm", 16)]
+    if fmt == "uop":
+        return [("dst_idx", a), ("src_idx", max(a, i)), ("wgt_idx", w)]
+    raise ValueError(f"format must be one of generic, mem, gemm, alu, uop, not {fmt!r}")
+
+
+def _place(table: list[tuple[str, int]], unit: int) -> tuple[tuple[Field, ...], int]:
+    """Place fields as GCC does for bit-fields of a ``unit``-bit type."""
+    placed = []
+    pos = 0
+    for name, width in table:
+        if (pos % unit) + width > unit:
+            pos = (pos // unit + 1) * unit
+        placed.append(Field(name, pos, width, signed=(name == "imm")))
+        pos += width
+    return tuple(placed), pos
+
+
+@functools.lru_cache(maxsize=None)
+def _layout(fmt: str, cfg: Config) -> tuple[Field, ...]:
+    unit, total = (32, 32) if fmt == "uop" else (64, 128)
+    fields, end = _place(field_table(fmt, cfg), unit)
+    if end > total:
+        raise ConfigError(
+            f"the {fmt} format needs {end} bits with these buffer depths, more than the "
+            f"{total}-bit {'micro-op' if fmt == 'uop' else 'instruction'}"
+        )
+    return fields
+
+
+def layout(fmt: str, cfg: Config) -> tuple[Field, ...]:
+    """Placed fields of format ``fmt`` for configuration ``cfg``."""
+    return _layout(fmt, cfg)
+
+
+def check_layouts(cfg: Config) -> None:
+    """Raise :class:`ConfigError` if any format does not fit (called by Config)."""
+    for fmt in ("mem", "gemm", "alu", "uop"):
+        _layout(fmt, cfg)
+
+
+# ------------------------------------------------------------- instruction types
+@dataclass
+class Insn:
+    """Fields common to every instruction; also what an undefined opcode decodes to."""
+
+    opcode: int = 0
+    pop_prev_dep: int = 0
+    pop_next_dep: int = 0
+    push_prev_dep: int = 0
+    push_next_dep: int = 0
+
+    FORMAT: ClassVar[str] = "generic"
+
+    def fields(self) -> dict[str, int]:
+        """Field values by name, in table order."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def replace(self, **changes: int) -> Insn:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class MemInsn(Insn):
+    """LOAD or STORE."""
+
+    memory_type: int = 0
+    sram_base: int = 0
+    dram_base: int = 0
+    y_size: int = 0
+    x_size: int = 0
+    x_stride: int = 0
+    y_pad_0: int = 0
+    y_pad_1: int = 0
+    x_pad_0: int = 0
+    x_pad_1: int = 0
+
+    FORMAT: ClassVar[str] = "mem"
+
+
+@dataclass
+class GemmInsn(Insn):
+    """GEMM, and FINISH (which upstream encodes in the GEMM format)."""
+
+    reset_reg: int = 0
+    uop_bgn: int = 0
+    uop_end: int = 0
+    iter_out: int = 0
+    iter_in: int = 0
+    dst_factor_out: int = 0
+    dst_factor_in: int = 0
+    src_factor_out: int = 0
+    src_factor_in: int = 0
+    wgt_factor_out: int = 0
+    wgt_factor_in: int = 0
+
+    FORMAT: ClassVar[str] = "gemm"
+
+
+@dataclass
+class AluInsn(Insn):
+    """ALU (MIN, MAX, ADD, SHR, MUL); ``imm`` is signed."""
+
+    reset_reg: int = 0
+    uop_bgn: int = 0
+    uop_end: int = 0
+    iter_out: int = 0
+    iter_in: int = 0
+    dst_factor_out: int = 0
+    dst_factor_in: int = 0
+    src_factor_out: int = 0
+    src_factor_in: int = 0
+    alu_opcode: int = 0
+    use_imm: int = 0
+    imm: int = 0
+
+    FORMAT: ClassVar[str] = "alu"
+
+
+@dataclass
+class Uop:
+    """A 32-bit micro-op: indices into ACC (dst), INP or ACC (src) and WGT."""
+
+    dst_idx: int = 0
+    src_idx: int = 0
+    wgt_idx: int = 0
+
+    FORMAT: ClassVar[str] = "uop"
+
+
+_CLASS_OF_OPCODE = {
+    Opcode.LOAD: MemInsn,
+    Opcode.STORE: MemInsn,
+    Opcode.GEMM: GemmInsn,
+    Opcode.FINISH: GemmInsn,
+    Opcode.ALU: AluInsn,
+}
+
+
+def insn_class(opcode: int) -> type[Insn]:
+    """The instruction class for ``opcode`` (``Insn`` for undefined opcodes)."""
+    return _CLASS_OF_OPCODE.get(opcode, Insn)
+
+
+def _pack(obj: Insn | Uop, fields: Iterable[Field], what: str) -> int:
+    word = 0
+    for f in fields:
+        value = getattr(obj, f.name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            try:
+                value = int(value)  # numpy integers, IntEnums
+            except (TypeError, ValueError):
+                raise EncodingError(
+                    f"{what} field {f.name!r} must be an integer, not {value!r}"
+                ) from None
+        if not f.min <= value <= f.max:
+            raise EncodingError(
+                f"{what} field {f.name!r} is {f.width} bits wide and holds {f.min}..{f.max}, "
+                f"not {value}"
+            )
+        word |= (value & ((1 << f.width) - 1)) << f.lo
+    return word
+
+
+def _unpack(word: int, fields: Iterable[Field]) -> dict[str, int]:
+    out = {}
+    for f in fields:
+        value = (word >> f.lo) & ((1 << f.width) - 1)
+        if f.signed and value >> (f.width - 1):
+            value -= 1 << f.width
+        out[f.name] = value
+    return out
+
+
+def encode(insn: Insn, cfg: Config) -> bytes:
+    """Encode one instruction to 16 bytes (little-endian, TVM VTA layout)."""
+    if not isinstance(insn, Insn):
+        raise TypeError(f"encode expects an Insn, not {type(insn).__name__}")
+    expected = insn_class(int(insn.opcode))
+    if type(insn) is not expected and int(insn.opcode) in _CLASS_OF_OPCODE:
+        raise EncodingError(
+            f"opcode {Opcode(insn.opcode).name} needs a {expected.__name__}, "
+            f"not a {type(insn).__name__}"
+        )
+    name = Opcode(insn.opcode).name if insn.opcode in list(Opcode) else "instruction"
+    return _pack(insn, layout(insn.FORMAT, cfg), name).to_bytes(INSN_BYTES, "little")
+
+
+def decode_word(word: int, cfg: Config) -> Insn:
+    """Decode a 128-bit integer into an instruction object."""
+    cls = insn_class(word & 0x7)
+    return cls(**_unpack(word, layout(cls.FORMAT, cfg)))
+
+
+def decode(raw: bytes | bytearray | memoryview, cfg: Config) -> Insn:
+    """Decode 16 bytes into an instruction object with the upstream field names."""
+    raw = bytes(raw)
+    if len(raw) != INSN_BYTES:
+        raise EncodingError(f"an instruction is {INSN_BYTES} bytes, not {len(raw)}")
+    return decode_word(int.from_bytes(raw, "little"), cfg)
+
+
+def encode_uop(uop: Uop, cfg: Config) -> bytes:
+    """Encode one micro-op to 4 bytes (little-endian)."""
+    return _pack(uop, layout("uop", cfg), "micro-op").to_bytes(UOP_BYTES, "little")
+
+
+def decode_uop(raw: bytes | bytearray | memoryview, cfg: Config) -> Uop:
+    """Decode 4 bytes into a :class:`Uop`."""
+    raw = bytes(raw)
+    if len(raw) != UOP_BYTES:
+        raise EncodingError(f"a micro-op is {UOP_BYTES} bytes, not {len(raw)}")
+    return Uop(**_unpack(int.from_bytes(raw, "little"), layout("uop", cfg)))
+
+
+def encode_stream(insns: Iterable[Insn], cfg: Config) -> bytes:
+    """Encode a sequence of instructions back to back; errors name the index."""
+    out = bytearray()
+    for index, insn in enumerate(insns):
+        try:
+            out += encode(insn, cfg)
+        except EncodingError as exc:
+            raise EncodingError(f"instruction {index}: {exc}") from None
+    return bytes(out)
+
+
+def decode_stream(raw: bytes | bytearray | memoryview, cfg: Config) -> list[Insn]:
+    """Decode a byte string holding whole instructions."""
+    raw = bytes(raw)
+    if len(raw) % INSN_BYTES:
+        raise EncodingError(
+            f"an instruction stream must be a multiple of {INSN_BYTES} bytes, not {len(raw)}"
+        )
+    return [decode(raw[i:i + INSN_BYTES], cfg) for i in range(0, len(raw), INSN_BYTES)]
+
+
+# -------------------------------------------------------- disassembly / assembly
+# One instruction per line:  MNEMONIC [MEMTYPE] field=value ... [deps=flag,flag]
+# Fields equal to zero are left out (the assembler defaults them to zero); the
+# dependency flags are written without their "_dep" suffix.
+
+_MNEMONIC_FIELDS = {"opcode", "memory_type", "alu_opcode"}
+_HEX_FIELDS = {"dram_base"}
+
+
+def _mnemonic(insn: Insn) -> list[str]:
+    op = insn.opcode
+    if op in (Opcode.LOAD, Opcode.STORE):
+        head = [Opcode(op).name]
+        mem = insn.memory_type
+        head.append(MemId(mem).name if mem in list(MemId) else f"MEM{mem}")
+        return head
+    if op == Opcode.ALU:
+        alu = insn.alu_opcode
+        return [AluOp(alu).name if alu in list(AluOp) else f"ALU{alu}"]
+    if op in list(Opcode):
+        return [Opcode(op).name]
+    return [f"OP{op}"]
+
+
+def disassemble(insn: Insn) -> str:
+    """Render one instruction as a line of assembly text."""
+    parts = _mnemonic(insn)
+    deps = []
+    for name, value in insn.fields().items():
+        if name in _MNEMONIC_FIELDS:
+            continue
+        if name in DEP_FLAGS:
+            if value:
+                deps.append(name[:-4])
+            continue
+        if value:
+            parts.append(f"{name}={value:#x}" if name in _HEX_FIELDS else f"{name}={value}")
+    if deps:
+        parts.append("deps=" + ",".join(deps))
+    return " ".join(parts)
+
+
+def disassemble_stream(raw: bytes | bytearray | memoryview, cfg: Config,
+                       *, start: int = 0) -> str:
+    """Disassemble whole instructions, one per line, prefixed by their index."""
+    lines = []
+    for index, insn in enumerate(decode_stream(raw, cfg), start=start):
+        lines.append(f"{index:6d}: {disassemble(insn)}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+_LINE = re.compile(r"^\s*(?:\d+\s*:)?\s*(?P<body>[^#;]*)")
+
+
+def _parse_mnemonic(tokens: list[str], where: str) -> tuple[type[Insn], dict[str, int], list[str]]:
+    head = tokens[0].upper()
+    rest = tokens[1:]
+    values: dict[str, int] = {}
+    if head in ("LOAD", "STORE"):
+        values["opcode"] = Opcode[head]
+        if not rest or "=" in rest[0]:
+            raise AssemblyError(f"{where}: {head} needs a memory type (UOP, WGT, INP, ACC, OUT, "
+                                f"ACC_8BIT or MEM<n>)")
+        mem = rest[0].upper()
+        if mem in MemId.__members__:
+            values["memory_type"] = MemId[mem]
+        elif re.fullmatch(r"MEM[0-7]", mem):
+            values["memory_type"] = int(mem[3:])
+        else:
+            raise AssemblyError(f"{where}: unknown memory type {rest[0]!r}")
+        return MemInsn, values, rest[1:]
+    if head in ("GEMM", "FINISH"):
+        values["opcode"] = Opcode[head]
+        return GemmInsn, values, rest
+    if head in AluOp.__members__ or re.fullmatch(r"ALU[0-7]", head):
+        values["opcode"] = Opcode.ALU
+        values["alu_opcode"] = AluOp[head] if head in AluOp.__members__ else int(head[3:])
+        return AluInsn, values, rest
+    if re.fullmatch(r"OP[5-7]", head):
+        values["opcode"] = int(head[2:])
+        return Insn, values, rest
+    raise AssemblyError(f"{where}: unknown mnemonic {tokens[0]!r}")
+
+
+def assemble(line: str, *, where: str = "line 1") -> Insn:
+    """Parse one line of assembly text (the inverse of :func:`disassemble`)."""
+    body = _LINE.match(line).group("body").strip()
+    if not body:
+        raise AssemblyError(f"{where}: no instruction")
+    cls, values, rest = _parse_mnemonic(body.split(), where)
+    names = {f.name for f in dataclasses.fields(cls)}
+    for token in rest:
+        key, sep, text = token.partition("=")
+        if not sep:
+            raise AssemblyError(f"{where}: expected field=value, not {token!r}")
+        if key == "deps":
+            for flag in filter(None, text.split(",")):
+                if f"{flag}_dep" not in DEP_FLAGS:
+                    raise AssemblyError(
+                        f"{where}: unknown dependency flag {flag!r} (pop_prev, pop_next, "
+                        f"push_prev, push_next)"
+                    )
+                values[f"{flag}_dep"] = 1
+            continue
+        if key not in names or key in _MNEMONIC_FIELDS:
+            raise AssemblyError(f"{where}: {cls.__name__} has no field {key!r}")
+        try:
+            values[key] = int(text, 0)
+        except ValueError:
+            raise AssemblyError(f"{where}: field {key!r} needs an integer, not {text!r}") from None
+    return cls(**values)
+
+
+def assemble_stream(text: str, cfg: Config) -> bytes:
+    """Assemble text (one instruction per line; blank lines and ``#`` comments skipped)."""
+    out = bytearray()
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not _LINE.match(line).group("body").strip():
+            continue
+        where = f"line {lineno}"
+        insn = assemble(line, where=where)
+        try:
+            out += encode(insn, cfg)
+        except EncodingError as exc:
+            raise AssemblyError(f"{where}: {exc}") from None
+    return bytes(out)

@@ -1,0 +1,1 @@
+"""Named configurations shipped with the package (``vta.Config.load(name)``)."""
