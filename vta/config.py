@@ -55,6 +55,10 @@ LOG_UOP_WIDTH = 5
 SRAM_ADDR_BITS = 16
 LOOP_ITER_BITS = 14
 
+#: Capacity of each dependency-token queue (l2g, g2l, g2s, s2g); a push onto a
+#: full queue is an error (decision 7), in the golden model and the RTL alike.
+TOKEN_QUEUE_DEPTH = 512
+
 PRESETS = ("default", "tiny", "aws")
 
 

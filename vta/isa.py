@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Iterable
@@ -127,8 +126,14 @@ def _place(table: list[tuple[str, int]], unit: int) -> tuple[tuple[Field, ...], 
     return tuple(placed), pos
 
 
-@functools.lru_cache(maxsize=None)
 def _layout(fmt: str, cfg: Config) -> tuple[Field, ...]:
+    cache = cfg.__dict__.setdefault("_isa_layouts", {})  # Config is frozen; cache beside it
+    if fmt not in cache:
+        cache[fmt] = _compute_layout(fmt, cfg)
+    return cache[fmt]
+
+
+def _compute_layout(fmt: str, cfg: Config) -> tuple[Field, ...]:
     unit, total = (32, 32) if fmt == "uop" else (64, 128)
     fields, end = _place(field_table(fmt, cfg), unit)
     if end > total:
@@ -299,8 +304,8 @@ def encode(insn: Insn, cfg: Config) -> bytes:
 
 def decode_word(word: int, cfg: Config) -> Insn:
     """Decode a 128-bit integer into an instruction object."""
-    cls = insn_class(word & 0x7)
-    return cls(**_unpack(word, layout(cls.FORMAT, cfg)))
+    cls = _CLASS_OF_OPCODE.get(word & 0x7, Insn)
+    return cls(**_unpack(word, _layout(cls.FORMAT, cfg)))
 
 
 def decode(raw: bytes | bytearray | memoryview, cfg: Config) -> Insn:
