@@ -13,6 +13,7 @@ from .errors import (
     DeviceError,
     DeviceTimeoutError,
     EncodingError,
+    ErrorCode,
     ExecutionError,
     VTAError,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "DeviceError",
     "DeviceTimeoutError",
     "EncodingError",
+    "ErrorCode",
     "ExecutionError",
     "VTAError",
     "isa",

@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from .config import TOKEN_QUEUE_DEPTH, Config
-from .errors import DeadlockError, ExecutionError
+from .errors import DeadlockError, ErrorCode, ExecutionError
 from .isa import INSN_BYTES, AluInsn, AluOp, GemmInsn, Insn, MemId, MemInsn, Opcode, decode_word
 
 #: Queue names by (engine, flag).  "prev"/"next" follow load -> compute -> store.
@@ -194,7 +194,8 @@ class GoldenModel:
         if not finished:
             raise ExecutionError(
                 f"the stream of {insn_count} instructions has no FINISH; the device would "
-                "never report done", module="compute", index=None, field="opcode")
+                "never report done", module="compute", index=None, field="opcode",
+                code=ErrorCode.NO_FINISH)
         return counters
 
     def fetch(self, insn_addr: int, insn_count: int) -> list[Insn]:
@@ -257,7 +258,8 @@ class GoldenModel:
                 if tokens[q] >= TOKEN_QUEUE_DEPTH:
                     raise ExecutionError(
                         f"instruction {index} ({engine}): {f} overflows token queue {q} "
-                        f"(capacity {TOKEN_QUEUE_DEPTH})", module=engine, index=index, field=f)
+                        f"(capacity {TOKEN_QUEUE_DEPTH})", module=engine, index=index, field=f,
+                        code=ErrorCode.TOKEN_OVERFLOW)
                 tokens[q] += 1
                 counters.tokens[q] += 1
                 pushed.append(q)
