@@ -6,6 +6,7 @@ NumPy golden model (:mod:`vta.golden`) and the device API (:func:`open_device`).
 
 from . import isa
 from .config import Config
+from .device import open_device
 from .errors import (
     AssemblyError,
     ConfigError,
@@ -32,4 +33,5 @@ __all__ = [
     "ExecutionError",
     "VTAError",
     "isa",
+    "open_device",
 ]
