@@ -194,6 +194,10 @@ class CommandQueue:
     ----------
     history : list of RunStats
         Statistics of every run this queue made (automatic ones included).
+    last_stream : bytes or None
+        The encoded instructions of the last synchronize (16 bytes each).
+    last_dump : str or None
+        Their disassembly, when dumping is on.
     """
 
     def __init__(self, device: Device, *, max_insns: int = DEFAULT_MAX_INSNS,
@@ -214,6 +218,7 @@ class CommandQueue:
         self.timeout = timeout
         self.history: list[RunStats] = []
         self.last_dump: str | None = None
+        self.last_stream: bytes | None = None
         self._insn_buf = device.alloc(self.max_insns * isa.INSN_BYTES)
         self._uop_buf = device.alloc(self.max_uops * isa.UOP_BYTES)
         self._kernels: dict[Hashable, UopKernel] = {}
@@ -680,6 +685,7 @@ class CommandQueue:
             if left:
                 raise RuntimeError("pops still pending at synchronize: " + ", ".join(left))
             raw = isa.encode_stream(self._insns, self.cfg)
+            self.last_stream = raw
             count = len(self._insns)
             if count > self.max_insns:
                 raise RuntimeError(f"{count} instructions overflow the {self.max_insns}-entry "

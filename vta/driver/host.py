@@ -23,6 +23,7 @@ None``, whose text is appended to the decoded error.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -243,11 +244,12 @@ class Driver:
     # ------------------------------------------------------------- memory
     def alloc(self, nbytes: int) -> Buffer:
         """Allocate ``nbytes`` of device memory (whole 4 KiB pages, never address 0)."""
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int):
-            try:
-                nbytes = int(nbytes)  # numpy integers
-            except (TypeError, ValueError):
-                raise TypeError(f"nbytes must be an integer, not {nbytes!r}") from None
+        if isinstance(nbytes, bool):
+            raise TypeError(f"nbytes must be an integer, not {nbytes!r}")
+        try:
+            nbytes = operator.index(nbytes)  # int or numpy integer
+        except TypeError:
+            raise TypeError(f"nbytes must be an integer, not {nbytes!r}") from None
         if nbytes <= 0:
             raise ValueError(f"nbytes must be positive, not {nbytes}")
         self._check_open()

@@ -1,0 +1,53 @@
+"""Shared fixtures: the program suite runs unchanged on every backend.
+
+``pytest --backend golden --backend verilator`` runs every test that uses the
+``backend`` / ``device`` / ``open_dev`` fixtures once per backend (default:
+golden only).  Devices are opened once per (backend, preset) for the session
+and reused, as a simulator would be.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import vta
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--backend", action="append", default=None,
+                     help="device backend for the program suite (repeatable; default golden)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        backends = metafunc.config.getoption("--backend") or ["golden"]
+        metafunc.parametrize("backend", backends, scope="session")
+
+
+@pytest.fixture(scope="session")
+def _device_cache():
+    cache: dict[tuple[str, str], vta.device.Device] = {}
+    yield cache
+    for dev in cache.values():
+        dev.close()
+
+
+@pytest.fixture
+def open_dev(backend, _device_cache):
+    """``open_dev(preset="default")`` -> a shared open device of ``backend``."""
+
+    def opener(preset: str = "default") -> vta.device.Device:
+        key = (backend, preset)
+        dev = _device_cache.get(key)
+        if dev is None or dev.closed:
+            dev = vta.open_device(backend, preset)
+            _device_cache[key] = dev
+        return dev
+
+    return opener
+
+
+@pytest.fixture
+def device(open_dev):
+    """A shared device of the default configuration on the selected backend."""
+    return open_dev("default")
