@@ -732,6 +732,7 @@ def _check_mem_type(memory_type: int, *, load: bool) -> MemId:
                else (MemId.OUT,))
     if memory_type not in [int(m) for m in allowed]:
         names = ", ".join(f"{int(m)} ({m.name})" for m in allowed)
+        given = int(memory_type) if isinstance(memory_type, (int, np.integer)) else memory_type
         raise ValueError(f"{'load_2d' if load else 'store_2d'} memory type must be {names}, "
-                         f"not {memory_type!r}")
+                         f"not {given!r}")
     return MemId(memory_type)
