@@ -1,0 +1,642 @@
+"""Operators on VTA: int8 matmul / dense and conv2d, tiled and double-buffered.
+
+Every operator takes NumPy arrays in the user's layout, packs them into VTA's
+blocked layouts, builds one instruction stream with :class:`vta.runtime.CommandQueue`,
+runs it on a :class:`vta.device.Device` and returns NumPy arrays.
+
+Arithmetic (exact, as the hardware does it)::
+
+    acc = sum(int8 * int8)        int32, wrapping modulo 2**32
+    acc = acc + bias              if bias is given (int32 per output channel)
+    acc = acc >> shift            arithmetic, if shift > 0
+    acc = max(acc, 0)             if relu
+    acc = min(max(acc, lo), hi)   if clip = (lo, hi)
+    out = low 8 bits of acc       int8 (two's complement wrap, no saturation)
+
+Layouts (upstream's packed layouts, ``b = BATCH``, ``bi = BLOCK_IN``, ``bo = BLOCK_OUT``)::
+
+    activations NCHW{b}n{bi}c  (N/b, C/bi, H, W, b, bi)      int8
+    weights     OIHW{bo}o{bi}i (O/bo, I/bi, KH, KW, bo, bi)  int8
+    outputs     NCHW{b}n{bo}c  (N/b, O/bo, OH, OW, b, bo)    int8
+
+How a convolution is scheduled
+------------------------------
+The output is cut into tiles of ``tob`` output-channel blocks x ``th`` rows x
+``tw`` columns; the input channels into chunks of ``tcb`` blocks (a split
+reduction when they do not all fit).  For each tile the compute engine resets
+an ACC region, then for each chunk the load engine brings the chunk's input
+window (one 2-D LOAD per channel block, the padding made by the LOAD's pad
+fields) and weights, and one GEMM accumulates; an ALU epilogue and a STORE
+finish the tile.  The scratchpads are split in halves used by alternate
+chunks (INP, WGT) and alternate tiles (ACC/OUT): two virtual threads, so the
+load engine fills one half while compute works on the other and store drains
+the previous tile.  Dependency tokens (through the runtime's dep_push /
+dep_pop) guard every reuse of a half; each stream starts by granting two free
+halves and ends by taking them back, so the token queues are balanced at
+every synchronize.
+
+A GEMM micro-op kernel enumerates (kh, kw, output-channel block, column); its
+two loops run over the tile rows and the channel blocks of the chunk.  Matmul
+and dense are the 1x1 convolution of a one-row image whose columns are the
+rows of the left operand.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .config import Config
+from .driver.host import Buffer, RunStats
+from .isa import AluOp, MemId
+from .runtime import (
+    COMPUTE_STAGE,
+    LOAD_STAGE,
+    MODE_ALU,
+    MODE_GEMM,
+    STORE_STAGE,
+    CommandQueue,
+)
+
+__all__ = [
+    "conv2d",
+    "conv2d_output_shape",
+    "conv2d_packed",
+    "dense",
+    "matmul",
+    "pack_nchw",
+    "pack_oihw",
+    "plan_conv2d",
+    "unpack_nchw",
+]
+
+_LOOP_MAX = (1 << 14) - 1
+_IMM_MIN, _IMM_MAX = -(1 << 15), (1 << 15) - 1
+
+
+# --------------------------------------------------------------- packing
+def _ceil_to(n: int, unit: int) -> int:
+    return -(-n // unit) * unit
+
+
+def pack_nchw(data: np.ndarray, cfg: Config) -> np.ndarray:
+    """NCHW int8 -> packed (N/b, C/bi, H, W, b, bi), zero-padding N and C up to the blocks."""
+    data = _as_int8("data", data, 4)
+    n, c, h, w = data.shape
+    b, bi = cfg.BATCH, cfg.BLOCK_IN
+    padded = np.zeros((_ceil_to(n, b), _ceil_to(c, bi), h, w), dtype=np.int8)
+    padded[:n, :c] = data
+    return np.ascontiguousarray(
+        padded.reshape(padded.shape[0] // b, b, padded.shape[1] // bi, bi, h, w)
+        .transpose(0, 2, 4, 5, 1, 3))
+
+
+def unpack_nchw(packed: np.ndarray, n: int | None = None, c: int | None = None) -> np.ndarray:
+    """Packed (N/b, C/bc, H, W, b, bc) -> NCHW, cropped to ``n`` images and ``c`` channels."""
+    if packed.ndim != 6:
+        raise ValueError(f"packed activations must have 6 dimensions, not {packed.ndim}")
+    nb, cb, h, w, b, bc = packed.shape
+    out = packed.transpose(0, 4, 1, 5, 2, 3).reshape(nb * b, cb * bc, h, w)
+    return np.ascontiguousarray(out[:n, :c])
+
+
+def pack_oihw(kernel: np.ndarray, cfg: Config) -> np.ndarray:
+    """OIHW int8 -> packed (O/bo, I/bi, KH, KW, bo, bi), zero-padding O and I up to the blocks."""
+    kernel = _as_int8("kernel", kernel, 4)
+    o, i, kh, kw = kernel.shape
+    bo, bi = cfg.BLOCK_OUT, cfg.BLOCK_IN
+    padded = np.zeros((_ceil_to(o, bo), _ceil_to(i, bi), kh, kw), dtype=np.int8)
+    padded[:o, :i] = kernel
+    return np.ascontiguousarray(
+        padded.reshape(padded.shape[0] // bo, bo, padded.shape[1] // bi, bi, kh, kw)
+        .transpose(0, 2, 4, 5, 1, 3))
+
+
+def _as_int8(name: str, array: Any, ndim: int) -> np.ndarray:
+    array = np.asarray(array)
+    if array.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, not {array.ndim} "
+                         f"(shape {array.shape})")
+    if array.dtype != np.int8:
+        raise TypeError(f"{name} must be an int8 array, not {array.dtype}")
+    return array
+
+
+def _pair(name: str, value: int | Sequence[int], lo: int, hi: int) -> tuple[int, int]:
+    pair = (value, value) if np.isscalar(value) else tuple(value)
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be an integer or a pair, not {value!r}")
+    for v in pair:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+            raise ValueError(f"{name} must be in {lo}..{hi}, not {value!r}")
+    return int(pair[0]), int(pair[1])
+
+
+# --------------------------------------------------------------- epilogue
+@dataclass(frozen=True)
+class _Epilogue:
+    bias: bool
+    shift: int
+    relu: bool
+    clip: tuple[int, int] | None
+
+    @property
+    def alu_steps(self) -> list[tuple[AluOp, int]]:
+        steps = []
+        if self.shift:
+            steps.append((AluOp.SHR, self.shift))
+        if self.relu:
+            steps.append((AluOp.MAX, 0))
+        if self.clip is not None:
+            steps += [(AluOp.MAX, self.clip[0]), (AluOp.MIN, self.clip[1])]
+        return steps
+
+
+def _epilogue(bias: np.ndarray | None, n_out: int, shift: int, relu: bool,
+              clip: tuple[int, int] | None) -> tuple[_Epilogue, np.ndarray | None]:
+    if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)) or not 0 <= shift <= 31:
+        raise ValueError(f"shift must be an integer in 0..31, not {shift!r}")
+    if clip is not None:
+        lo, hi = clip
+        for v in (lo, hi):
+            if not _IMM_MIN <= int(v) <= _IMM_MAX:
+                raise ValueError(f"clip bounds must be in {_IMM_MIN}..{_IMM_MAX} (16-bit ALU "
+                                 f"immediates), not {clip!r}")
+        if lo > hi:
+            raise ValueError(f"clip must be (lo, hi) with lo <= hi, not {clip!r}")
+        clip = (int(lo), int(hi))
+    if bias is not None:
+        bias = np.asarray(bias)
+        if bias.shape != (n_out,):
+            raise ValueError(f"bias must have shape ({n_out},) (one value per output channel), "
+                             f"not {bias.shape}")
+        if not np.issubdtype(bias.dtype, np.integer):
+            raise TypeError(f"bias must be an integer array, not {bias.dtype}")
+        if bias.min(initial=0) < -(1 << 31) or bias.max(initial=0) >= 1 << 31:
+            raise ValueError("bias values must fit int32")
+        bias = bias.astype(np.int32)
+    return _Epilogue(bias is not None, int(shift), bool(relu), clip), bias
+
+
+# ---------------------------------------------------------------- tiling
+@dataclass(frozen=True)
+class ConvPlan:
+    """How a packed convolution is tiled (see the module docstring).
+
+    Attributes
+    ----------
+    nb, cb, h, w, ob, kh, kw, oh, ow : int
+        Packed shape: batch blocks, input-channel blocks, input rows and
+        columns, output-channel blocks, kernel size, output rows and columns.
+    sh, sw, ph, pw : int
+        Strides and paddings.
+    tob, th, tw, tcb : int
+        Tile: output-channel blocks, output rows, output columns, input-channel
+        blocks per reduction chunk (divides ``cb``).
+    split_kernel : bool
+        One GEMM per kernel position (a tile with fewer than three output
+        elements cannot order its micro-ops without a read-after-write hazard).
+    """
+
+    nb: int
+    cb: int
+    h: int
+    w: int
+    ob: int
+    kh: int
+    kw: int
+    oh: int
+    ow: int
+    sh: int
+    sw: int
+    ph: int
+    pw: int
+    tob: int
+    th: int
+    tw: int
+    tcb: int
+    split_kernel: bool
+
+    @property
+    def tiles(self) -> int:
+        """Output tiles (each one ACC half's worth of work)."""
+        return (self.nb * -(-self.ob // self.tob) * -(-self.oh // self.th)
+                * -(-self.ow // self.tw))
+
+    @property
+    def chunks(self) -> int:
+        """Reduction chunks per tile."""
+        return self.cb // self.tcb
+
+
+def _candidates(n: int) -> list[int]:
+    """Tile sizes worth trying for an axis of ``n``: ceil(n / k), ascending."""
+    return sorted({-(-n // k) for k in range(1, n + 1)})
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def conv2d_output_shape(h: int, w: int, kh: int, kw: int, stride: tuple[int, int],
+                        padding: tuple[int, int]) -> tuple[int, int]:
+    """Output rows and columns of a convolution."""
+    oh = (h + 2 * padding[0] - kh) // stride[0] + 1
+    ow = (w + 2 * padding[1] - kw) // stride[1] + 1
+    return oh, ow
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: int,
+          sh: int, sw: int, ph: int, pw: int, bias: bool) -> ConvPlan:
+    oh, ow = conv2d_output_shape(h, w, kh, kw, (sh, sw), (ph, pw))
+    inp_half = cfg.INP_BUFF_DEPTH // 2
+    wgt_half = cfg.WGT_BUFF_DEPTH // 2
+    acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
+    uop_budget = cfg.UOP_BUFF_DEPTH // 2
+    best = None
+    for tcb in reversed(_divisors(cb)):
+        chunks = cb // tcb
+        for tob in _candidates(ob):
+            if tob * tcb * kh * kw > wgt_half:
+                break
+            for th in _candidates(oh):
+                tih = (th - 1) * sh + kh
+                if tcb * tih * kw > inp_half or tob * th > acc_half:
+                    break
+                for tw in _candidates(ow):
+                    tiw = (tw - 1) * sw + kw
+                    if tcb * tih * tiw > inp_half:
+                        break
+                    if tob * th * tw + (tob if bias else 0) > acc_half:
+                        break
+                    split = tob * tw < 3 and kh * kw > 1
+                    kernel_uops = (kh * kw * tob * tw) + tob + 8
+                    if kernel_uops > uop_budget and not split:
+                        split = True
+                    if split and tob * tw + tob + 8 > uop_budget:
+                        continue
+                    tiles = nb * -(-ob // tob) * -(-oh // th) * -(-ow // tw)
+                    steps = tiles * chunks
+                    gemms = kh * kw if split else 1
+                    insns = steps * (tcb + 3 + 2 * gemms) + tiles * (12 + tob)
+                    inp_elems = steps * tcb * tih * tiw
+                    wgt_elems = steps * tob * tcb * kh * kw
+                    cost = insns * 40 + inp_elems * 0.02 + wgt_elems * 0.1
+                    key = (cost, -tob * th * tw)
+                    if best is None or key < best[0]:
+                        best = (key, (tob, th, tw, tcb, split))
+    if best is None:
+        raise ValueError(
+            f"a {kh}x{kw} convolution does not fit this configuration's scratchpads even with "
+            f"1-block tiles (INP half {inp_half}, WGT half {wgt_half}, ACC half {acc_half} "
+            f"entries, micro-op buffer {cfg.UOP_BUFF_DEPTH})")
+    tob, th, tw, tcb, split = best[1]
+    return ConvPlan(nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw, tob, th, tw, tcb, split)
+
+
+def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
+                stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
+                bias: bool = False) -> ConvPlan:
+    """The tiling :func:`conv2d_packed` uses for packed shapes ``data_shape`` / ``kernel_shape``."""
+    nb, cb, h, w = data_shape[:4]
+    ob, cb2, kh, kw = kernel_shape[:4]
+    if cb2 != cb:
+        raise ValueError(f"kernel has {cb2} input-channel blocks, the data {cb}")
+    sh, sw = _pair("stride", stride, 1, 15)
+    ph, pw = _pair("padding", padding, 0, 15)
+    if ph >= kh or pw >= kw:
+        raise ValueError(f"padding must be smaller than the kernel ({kh}x{kw}), not "
+                         f"{(ph, pw)}")
+    oh, ow = conv2d_output_shape(h, w, kh, kw, (sh, sw), (ph, pw))
+    if oh < 1 or ow < 1:
+        raise ValueError(f"a {kh}x{kw} kernel with padding {(ph, pw)} does not fit a {h}x{w} "
+                         "input")
+    return _plan(cfg, nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, bool(bias))
+
+
+# --------------------------------------------------------------- engine
+class _Pipeline:
+    """Token bookkeeping for the two virtual threads (two halves of every scratchpad)."""
+
+    def __init__(self, q: CommandQueue):
+        self.q = q
+        self.wgt_in_half: list[Any] = [None, None]
+
+    def begin(self) -> None:
+        q = self.q
+        for _ in range(2):  # two free INP/WGT halves, two free ACC/OUT halves
+            q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
+            q.dep_push(STORE_STAGE, COMPUTE_STAGE)
+        self.wgt_in_half = [None, None]
+
+    def end(self) -> None:
+        q = self.q
+        for _ in range(2):  # take the halves back: every token is consumed
+            q.dep_pop(COMPUTE_STAGE, LOAD_STAGE)
+            q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
+
+    def checkpoint(self, insns: int, uops: int) -> None:
+        """Synchronize now (tokens balanced) if the next tile might not fit the staging areas."""
+        insns_left, uops_left = self.q.headroom()
+        if insns + 16 > insns_left or uops > uops_left:
+            self.end()
+            self.q.synchronize()
+            self.begin()
+
+
+def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer,
+               wgt_buf: Buffer, bias_buf: Buffer | None, out_buf: Buffer) -> None:
+    cfg = q.cfg
+    p = plan
+    inp_half = cfg.INP_BUFF_DEPTH // 2
+    wgt_half = cfg.WGT_BUFF_DEPTH // 2
+    acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
+    khw = p.kh * p.kw
+    pipe = _Pipeline(q)
+    pipe.begin()
+    step = tile = 0
+    for nb in range(p.nb):
+        for ob0 in range(0, p.ob, p.tob):
+            tob = min(p.tob, p.ob - ob0)
+            for oh0 in range(0, p.oh, p.th):
+                th = min(p.th, p.oh - oh0)
+                tih = (th - 1) * p.sh + p.kh
+                for ow0 in range(0, p.ow, p.tw):
+                    tw = min(p.tw, p.ow - ow0)
+                    tiw = (tw - 1) * p.sw + p.kw
+                    split = p.split_kernel or (tob * tw < 3 and khw > 1)
+                    gemm_uops = khw * tob * tw
+                    pipe.checkpoint(
+                        p.chunks * (p.tcb + 4 + 2 * (khw if split else 1)) + 16 + tob,
+                        p.chunks * gemm_uops + 2 * tob + 16)
+                    ah = tile % 2
+                    acc_base = ah * acc_half
+                    bias_base = acc_base + acc_half - tob
+                    # compute: wait until the store of tile - 2 has drained this ACC half
+                    q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
+                    if epi.bias:
+                        q.load_2d(bias_buf, ob0, tob, 1, tob, 0, 0, 0, 0, bias_base, MemId.ACC)
+                    _push_elementwise(q, ("reset", acc_base, tob * th, tw), acc_base,
+                                      tob * th, tw, MODE_GEMM)
+                    for c0 in range(0, p.cb, p.tcb):
+                        h = step % 2
+                        inp_base, wgt_base = h * inp_half, h * wgt_half
+                        # load: wait until the GEMM of step - 2 has released this half
+                        q.dep_pop(COMPUTE_STAGE, LOAD_STAGE)
+                        if pipe.wgt_in_half[h] != (ob0, c0):
+                            q.load_2d(wgt_buf, (ob0 * p.cb + c0) * khw, p.tcb * khw, tob,
+                                      p.cb * khw, 0, 0, 0, 0, wgt_base, MemId.WGT)
+                            pipe.wgt_in_half[h] = (ob0, c0)
+                        _load_window(q, p, data_buf, nb, c0, oh0, ow0, tih, tiw, inp_base)
+                        q.dep_push(LOAD_STAGE, COMPUTE_STAGE)
+                        # compute: wait for the data, accumulate, release the half
+                        q.dep_pop(LOAD_STAGE, COMPUTE_STAGE)
+                        _push_conv_gemm(q, p, split, acc_base, inp_base, wgt_base, tob, th, tw,
+                                        tih, tiw)
+                        q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
+                        step += 1
+                    # epilogue
+                    if epi.bias:
+                        def bias_kernel(acc_base=acc_base, bias_base=bias_base, tob=tob, th=th,
+                                        tw=tw):
+                            q.uop_loop_begin(th, tw, 0, 0)
+                            q.uop_loop_begin(tw, 1, 0, 0)
+                            for o in range(tob):
+                                q.uop_push(MODE_ALU, 0, acc_base + o * th * tw, bias_base + o, 0,
+                                           AluOp.ADD, 0, 0)
+                            q.uop_loop_end()
+                            q.uop_loop_end()
+                        q.push_alu(("bias", acc_base, bias_base, tob, th, tw), bias_kernel)
+                    for op, imm in epi.alu_steps:
+                        _push_elementwise(q, ("alu", int(op), imm, acc_base, tob * th, tw),
+                                          acc_base, tob * th, tw, MODE_ALU, op, imm)
+                    q.dep_push(COMPUTE_STAGE, STORE_STAGE)
+                    # store
+                    q.dep_pop(COMPUTE_STAGE, STORE_STAGE)
+                    plane = p.oh * p.ow
+                    out_elem = ((nb * p.ob + ob0) * p.oh + oh0) * p.ow + ow0
+                    if tw == p.ow and plane <= 0xFFFF:
+                        q.store_2d(acc_base, MemId.OUT, out_buf, out_elem, th * tw, tob, plane)
+                    else:
+                        for o in range(tob):
+                            q.store_2d(acc_base + o * th * tw, MemId.OUT, out_buf,
+                                       out_elem + o * plane, tw, th, p.ow)
+                    q.dep_push(STORE_STAGE, COMPUTE_STAGE)
+                    tile += 1
+    pipe.end()
+
+
+def _push_elementwise(q: CommandQueue, key: tuple, base: int, rows: int, cols: int, mode: int,
+                      op: AluOp = AluOp.MIN, imm: int = 0) -> None:
+    """GEMM reset (mode GEMM) or an ALU-immediate op over ``rows * cols`` consecutive entries."""
+
+    def finit() -> None:
+        q.uop_loop_begin(rows, cols, cols, 0)
+        q.uop_loop_begin(cols, 1, 1, 0)
+        if mode == MODE_GEMM:
+            q.uop_push(MODE_GEMM, 1, base, 0, 0)
+        else:
+            q.uop_push(MODE_ALU, 0, base, base, 0, op, 1, imm)
+        q.uop_loop_end()
+        q.uop_loop_end()
+
+    if mode == MODE_GEMM:
+        q.push_gemm(key, finit)
+    else:
+        q.push_alu(key, finit)
+
+
+def _load_window(q: CommandQueue, p: ConvPlan, data_buf: Buffer, nb: int, c0: int, oh0: int,
+                 ow0: int, tih: int, tiw: int, inp_base: int) -> None:
+    """Load the padded input window of a tile, one 2-D LOAD per channel block."""
+    ih0, iw0 = oh0 * p.sh - p.ph, ow0 * p.sw - p.pw
+    yp0, xp0 = max(0, -ih0), max(0, -iw0)
+    yp1, xp1 = max(0, ih0 + tih - p.h), max(0, iw0 + tiw - p.w)
+    rows, cols = tih - yp0 - yp1, tiw - xp0 - xp1
+    for c in range(p.tcb):
+        elem = ((nb * p.cb + c0 + c) * p.h + ih0 + yp0) * p.w + iw0 + xp0
+        q.load_2d(data_buf, elem, cols, rows, p.w, xp0, yp0, xp1, yp1,
+                  inp_base + c * tih * tiw, MemId.INP)
+
+
+def _push_conv_gemm(q: CommandQueue, p: ConvPlan, split: bool, acc_base: int, inp_base: int,
+                    wgt_base: int, tob: int, th: int, tw: int, tih: int, tiw: int) -> None:
+    khw = p.kh * p.kw
+    positions = [(r, s) for r in range(p.kh) for s in range(p.kw)]
+    groups = [[pos] for pos in positions] if split else [positions]
+    for group in groups:
+        def finit(group=group) -> None:
+            q.uop_loop_begin(th, tw, p.sh * tiw, 0)
+            q.uop_loop_begin(p.tcb, 0, tih * tiw, khw)
+            for r, s in group:
+                for o in range(tob):
+                    for x in range(tw):
+                        q.uop_push(MODE_GEMM, 0, acc_base + o * th * tw + x,
+                                   inp_base + r * tiw + s + x * p.sw,
+                                   wgt_base + o * p.tcb * khw + r * p.kw + s)
+            q.uop_loop_end()
+            q.uop_loop_end()
+
+        q.push_gemm(("gemm", acc_base, inp_base, wgt_base, tob, th, tw, tih, tiw, p.tcb,
+                     tuple(group)), finit)
+
+
+# -------------------------------------------------------------- operators
+def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
+                     bias: np.ndarray | None, epi: _Epilogue, queue_options: dict | None
+                     ) -> tuple[np.ndarray, RunStats | None]:
+    cfg = dev.cfg
+    b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+    if data.shape[4:] != (b, bi):
+        raise ValueError(f"packed data must end in ({b}, {bi}) (BATCH, BLOCK_IN), not "
+                         f"{data.shape[4:]}")
+    if kernel.shape[4:] != (bo, bi):
+        raise ValueError(f"packed kernel must end in ({bo}, {bi}) (BLOCK_OUT, BLOCK_IN), not "
+                         f"{kernel.shape[4:]}")
+    plan = plan_conv2d(cfg, data.shape, kernel.shape, stride, padding, epi.bias)
+    out_shape = (plan.nb, plan.ob, plan.oh, plan.ow, b, bo)
+    buffers: list[Buffer] = []
+
+    def alloc(nbytes: int) -> Buffer:
+        buf = dev.alloc(max(nbytes, 1))
+        buffers.append(buf)
+        return buf
+
+    try:
+        data_buf = alloc(data.nbytes)
+        dev.write(data_buf, np.ascontiguousarray(data))
+        wgt_buf = alloc(kernel.nbytes)
+        dev.write(wgt_buf, np.ascontiguousarray(kernel))
+        bias_buf = None
+        if epi.bias:
+            packed_bias = np.broadcast_to(bias.reshape(plan.ob, 1, bo), (plan.ob, b, bo))
+            bias_buf = alloc(packed_bias.size * 4)
+            dev.write(bias_buf, np.ascontiguousarray(packed_bias, dtype="<i4"))
+        out_buf = alloc(int(np.prod(out_shape)))
+        with CommandQueue(dev, **(queue_options or {})) as q:
+            _emit_conv(q, plan, epi, data_buf, wgt_buf, bias_buf, out_buf)
+            q.synchronize()
+            stats = RunStats.total(q.history)
+        out = dev.read(out_buf, int(np.prod(out_shape))).view(np.int8).reshape(out_shape)
+    finally:
+        for buf in buffers:
+            dev.free(buf)
+    return out, stats
+
+
+def conv2d_packed(dev, data: np.ndarray, kernel: np.ndarray, *,
+                  stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
+                  bias: np.ndarray | None = None, shift: int = 0, relu: bool = False,
+                  clip: tuple[int, int] | None = None, return_stats: bool = False,
+                  queue_options: dict | None = None):
+    """2-D convolution of packed int8 tensors on ``dev``.
+
+    Parameters
+    ----------
+    dev : Device
+        An open device.
+    data : numpy.ndarray
+        int8 activations, packed NCHW{b}n{bi}c: (N/b, C/bi, H, W, b, bi).
+    kernel : numpy.ndarray
+        int8 weights, packed OIHW{bo}o{bi}i: (O/bo, C/bi, KH, KW, bo, bi).
+    stride, padding : int or (int, int)
+        Stride (1..15) and zero padding (0..15, smaller than the kernel) per axis.
+    bias : numpy.ndarray, optional
+        int32, shape (O,) with O = O/bo * bo: added to the accumulator.
+    shift : int
+        Arithmetic right shift (0..31) after the bias.
+    relu : bool
+        Clamp negative values to 0 (after the shift).
+    clip : (int, int), optional
+        Clamp to [lo, hi] (16-bit bounds) after ReLU.
+    return_stats : bool
+        Also return the summed :class:`~vta.driver.host.RunStats` of the runs.
+    queue_options : dict, optional
+        Keyword options for :class:`~vta.runtime.CommandQueue` (``dump``,
+        ``force_serial``, ``max_insns`` ...).
+
+    Returns
+    -------
+    numpy.ndarray
+        int8 (N/b, O/bo, OH, OW, b, bo): the low 8 bits of the epilogue result.
+    """
+    data = _as_int8("data", data, 6)
+    kernel = _as_int8("kernel", kernel, 6)
+    n_out = kernel.shape[0] * kernel.shape[4]
+    epi, bias = _epilogue(bias, n_out, shift, relu, clip)
+    out, stats = _run_packed_conv(dev, data, kernel, stride, padding, bias, epi, queue_options)
+    return (out, stats) if return_stats else out
+
+
+def conv2d(dev, data: np.ndarray, kernel: np.ndarray, *, stride: int | Sequence[int] = 1,
+           padding: int | Sequence[int] = 0, bias: np.ndarray | None = None, shift: int = 0,
+           relu: bool = False, clip: tuple[int, int] | None = None, return_stats: bool = False,
+           queue_options: dict | None = None):
+    """2-D convolution of NCHW int8 activations with OIHW int8 weights on ``dev``.
+
+    Any N, C and O: they are padded to the block sizes for you (see
+    :func:`pack_nchw`, :func:`pack_oihw`).  ``bias`` has shape (O,).  Other
+    parameters as in :func:`conv2d_packed`; returns NCHW int8 (N, O, OH, OW).
+    """
+    data = _as_int8("data", data, 4)
+    kernel = _as_int8("kernel", kernel, 4)
+    n, c, _, _ = data.shape
+    o, c2, _, _ = kernel.shape
+    if c2 != c:
+        raise ValueError(f"kernel expects {c2} input channels, data has {c}")
+    cfg = dev.cfg
+    o_pad = _ceil_to(o, cfg.BLOCK_OUT)
+    epi, bias = _epilogue(bias, o, shift, relu, clip)
+    if bias is not None:
+        bias = np.concatenate([bias, np.zeros(o_pad - o, dtype=np.int32)])
+    out, stats = _run_packed_conv(dev, pack_nchw(data, cfg), pack_oihw(kernel, cfg), stride,
+                                  padding, bias, epi, queue_options)
+    result = unpack_nchw(out, n, o)
+    return (result, stats) if return_stats else result
+
+
+def dense(dev, x: np.ndarray, w: np.ndarray, *, bias: np.ndarray | None = None, shift: int = 0,
+          relu: bool = False, clip: tuple[int, int] | None = None, return_stats: bool = False,
+          queue_options: dict | None = None):
+    """``x @ w.T`` (+ bias, epilogue) for int8 ``x`` (M, K) and ``w`` (N, K), int32 accumulation.
+
+    Any M, K, N (padded to the block sizes for you); ``bias`` has shape (N,).
+    Returns int8 (M, N): the low 8 bits of the epilogue result (use ``clip``
+    or ``shift`` to keep values in range).
+    """
+    x = _as_int8("x", x, 2)
+    w = _as_int8("w", w, 2)
+    m, k = x.shape
+    n, k2 = w.shape
+    if k2 != k:
+        raise ValueError(f"w has {k2} columns, x has {k} (both must be K)")
+    cfg = dev.cfg
+    b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+    mp, kp, np_ = _ceil_to(m, b), _ceil_to(k, bi), _ceil_to(n, bo)
+    epi, bias = _epilogue(bias, n, shift, relu, clip)
+    if bias is not None:
+        bias = np.concatenate([bias, np.zeros(np_ - n, dtype=np.int32)])
+    xp = np.zeros((mp, kp), dtype=np.int8)
+    xp[:m, :k] = x
+    wp = np.zeros((np_, kp), dtype=np.int8)
+    wp[:n, :k] = w
+    # a one-row image whose columns are the rows of x: (1, K/bi, 1, M/b, b, bi)
+    data = xp.reshape(mp // b, b, kp // bi, bi).transpose(2, 0, 1, 3)[None, :, None]
+    kernel = wp.reshape(np_ // bo, bo, kp // bi, bi).transpose(0, 2, 1, 3)[:, :, None, None]
+    out, stats = _run_packed_conv(dev, np.ascontiguousarray(data), np.ascontiguousarray(kernel),
+                                  1, 0, bias, epi, queue_options)
+    # (1, N/bo, 1, M/b, b, bo) -> (M, N)
+    result = out[0, :, 0].transpose(1, 2, 0, 3).reshape(mp, np_)[:m, :n]
+    result = np.ascontiguousarray(result)
+    return (result, stats) if return_stats else result
+
+
+def matmul(dev, a: np.ndarray, b: np.ndarray, **kwargs):
+    """``a @ b`` for int8 ``a`` (M, K) and ``b`` (K, N); keywords as in :func:`dense`."""
+    b = _as_int8("b", b, 2)
+    return dense(dev, a, np.ascontiguousarray(b.T), **kwargs)
