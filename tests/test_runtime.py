@@ -538,3 +538,33 @@ def test_finish_is_gemm_format(device, upload):
     assert isinstance(q.history[-1].insn_count, int)
     assert _words(q.last_stream)[-1] == (0x3, 0)
     assert GemmInsn(opcode=Opcode.FINISH).opcode == 3
+
+
+def test_uop_push_block_equals_single_pushes_and_checks_hazards(device):
+    with CommandQueue(device) as q:
+        dst, src, wgt = [3, 4, 5, 3, 4], [0, 1, 2, 3, 4], 7
+
+        def single():
+            for d, s in zip(dst, src, strict=True):
+                q.uop_push(MODE_GEMM, 0, d, s, wgt)
+
+        q.push_gemm("single", single)
+        q.push_gemm("block", lambda: q.uop_push_block(MODE_GEMM, 0, dst, src, wgt))
+        assert q.kernel("single").raw == q.kernel("block").raw
+        np.testing.assert_array_equal(q.kernel("block").uops[:, 2], [7] * 5)
+
+        def hazard():
+            q.uop_push(MODE_GEMM, 0, 9, 0, 0)
+            q.uop_push_block(MODE_GEMM, 0, [1, 2, 3, 1, 2, 1, 5, 5], 0, 0)
+
+        # 1 recurs three places later (allowed), then two places later (micro-op 6)
+        with pytest.raises(ValueError, match="kernel 'hz': micro-op 6 writes dst_index 1 like one "
+                                             "of the two micro-ops before it"):
+            q.push_gemm("hz", hazard)
+
+        def hazard_at_seam():  # the block's second micro-op repeats the one before the block
+            q.uop_push(MODE_GEMM, 0, 1, 0, 0)
+            q.uop_push_block(MODE_GEMM, 0, [2, 1], 0, 0)
+
+        with pytest.raises(ValueError, match="micro-op 2 writes dst_index 1"):
+            q.push_gemm("seam", hazard_at_seam)

@@ -35,8 +35,10 @@ dep_pop) guard every reuse of a half; each stream starts by granting two free
 halves and ends by taking them back, so the token queues are balanced at
 every synchronize.
 
-A GEMM micro-op kernel enumerates (kh, kw, output-channel block, column); its
-two loops run over the tile rows and the channel blocks of the chunk.  Matmul
+Each chunk runs one GEMM per kernel position (kh, kw): its micro-op kernel
+enumerates (output-channel block, column) -- distinct destinations, so no
+read-after-write hazard between neighbouring micro-ops -- and its two loops run
+over the tile rows and the chunk's channel blocks (the reduction).  Matmul
 and dense are the 1x1 convolution of a one-row image whose columns are the
 rows of the left operand.
 """
@@ -75,6 +77,7 @@ __all__ = [
 ]
 
 _LOOP_MAX = (1 << 14) - 1
+_GEMM_COST = 150  # tiling cost model: golden-model microseconds per GEMM instruction
 _IMM_MIN, _IMM_MAX = -(1 << 15), (1 << 15) - 1
 
 
@@ -197,9 +200,6 @@ class ConvPlan:
     tob, th, tw, tcb : int
         Tile: output-channel blocks, output rows, output columns, input-channel
         blocks per reduction chunk (divides ``cb``).
-    split_kernel : bool
-        One GEMM per kernel position (a tile with fewer than three output
-        elements cannot order its micro-ops without a read-after-write hazard).
     """
 
     nb: int
@@ -219,7 +219,6 @@ class ConvPlan:
     th: int
     tw: int
     tcb: int
-    split_kernel: bool
 
     @property
     def tiles(self) -> int:
@@ -274,29 +273,26 @@ def _plan(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: i
                         break
                     if tob * th * tw + (tob if bias else 0) > acc_half:
                         break
-                    split = tob * tw < 3 and kh * kw > 1
-                    kernel_uops = (kh * kw * tob * tw) + tob + 8
-                    if kernel_uops > uop_budget and not split:
-                        split = True
-                    if split and tob * tw + tob + 8 > uop_budget:
-                        continue
+                    if tob * tw + tob + 8 > uop_budget:
+                        break
                     tiles = nb * -(-ob // tob) * -(-oh // th) * -(-ow // tw)
                     steps = tiles * chunks
-                    gemms = kh * kw if split else 1
-                    insns = steps * (tcb + 3 + 2 * gemms) + tiles * (12 + tob)
+                    gemms = steps * kh * kw
+                    insns = steps * (tcb + 3) + gemms + tiles * (12 + tob)
                     inp_elems = steps * tcb * tih * tiw
                     wgt_elems = steps * tob * tcb * kh * kw
-                    cost = insns * 40 + inp_elems * 0.02 + wgt_elems * 0.1
+                    # rough cost (us) of the golden model: per instruction, per GEMM, per element
+                    cost = insns * 40 + gemms * _GEMM_COST + inp_elems * 0.02 + wgt_elems * 0.1
                     key = (cost, -tob * th * tw)
                     if best is None or key < best[0]:
-                        best = (key, (tob, th, tw, tcb, split))
+                        best = (key, (tob, th, tw, tcb))
     if best is None:
         raise ValueError(
             f"a {kh}x{kw} convolution does not fit this configuration's scratchpads even with "
             f"1-block tiles (INP half {inp_half}, WGT half {wgt_half}, ACC half {acc_half} "
             f"entries, micro-op buffer {cfg.UOP_BUFF_DEPTH})")
-    tob, th, tw, tcb, split = best[1]
-    return ConvPlan(nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw, tob, th, tw, tcb, split)
+    tob, th, tw, tcb = best[1]
+    return ConvPlan(nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw, tob, th, tw, tcb)
 
 
 def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
@@ -369,11 +365,9 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
                 for ow0 in range(0, p.ow, p.tw):
                     tw = min(p.tw, p.ow - ow0)
                     tiw = (tw - 1) * p.sw + p.kw
-                    split = p.split_kernel or (tob * tw < 3 and khw > 1)
                     gemm_uops = khw * tob * tw
-                    pipe.checkpoint(
-                        p.chunks * (p.tcb + 4 + 2 * (khw if split else 1)) + 16 + tob,
-                        p.chunks * gemm_uops + 2 * tob + 16)
+                    pipe.checkpoint(p.chunks * (p.tcb + 4 + 2 * khw) + 16 + tob,
+                                    p.chunks * gemm_uops + 2 * tob + 16)
                     ah = tile % 2
                     acc_base = ah * acc_half
                     bias_base = acc_base + acc_half - tob
@@ -396,8 +390,8 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
                         q.dep_push(LOAD_STAGE, COMPUTE_STAGE)
                         # compute: wait for the data, accumulate, release the half
                         q.dep_pop(LOAD_STAGE, COMPUTE_STAGE)
-                        _push_conv_gemm(q, p, split, acc_base, inp_base, wgt_base, tob, th, tw,
-                                        tih, tiw)
+                        _push_conv_gemm(q, p, acc_base, inp_base, wgt_base, tob, th, tw, tih,
+                                        tiw)
                         q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
                         step += 1
                     # epilogue
@@ -464,26 +458,29 @@ def _load_window(q: CommandQueue, p: ConvPlan, data_buf: Buffer, nb: int, c0: in
                   inp_base + c * tih * tiw, MemId.INP)
 
 
-def _push_conv_gemm(q: CommandQueue, p: ConvPlan, split: bool, acc_base: int, inp_base: int,
-                    wgt_base: int, tob: int, th: int, tw: int, tih: int, tiw: int) -> None:
-    khw = p.kh * p.kw
-    positions = [(r, s) for r in range(p.kh) for s in range(p.kw)]
-    groups = [[pos] for pos in positions] if split else [positions]
-    for group in groups:
-        def finit(group=group) -> None:
-            q.uop_loop_begin(th, tw, p.sh * tiw, 0)
-            q.uop_loop_begin(p.tcb, 0, tih * tiw, khw)
-            for r, s in group:
-                for o in range(tob):
-                    for x in range(tw):
-                        q.uop_push(MODE_GEMM, 0, acc_base + o * th * tw + x,
-                                   inp_base + r * tiw + s + x * p.sw,
-                                   wgt_base + o * p.tcb * khw + r * p.kw + s)
-            q.uop_loop_end()
-            q.uop_loop_end()
+def _push_conv_gemm(q: CommandQueue, p: ConvPlan, acc_base: int, inp_base: int, wgt_base: int,
+                    tob: int, th: int, tw: int, tih: int, tiw: int) -> None:
+    """One GEMM per kernel position (r, s) over the tile, accumulating one chunk.
 
-        q.push_gemm(("gemm", acc_base, inp_base, wgt_base, tob, th, tw, tih, tiw, p.tcb,
-                     tuple(group)), finit)
+    Kernel: a micro-op per (output-channel block, column) -- all different
+    destinations, so no read-after-write hazard between neighbours; loops over
+    the tile rows (outer) and the chunk's channel blocks (inner, a reduction).
+    """
+    khw = p.kh * p.kw
+    o, x = np.divmod(np.arange(tob * tw), tw)
+    for r in range(p.kh):
+        for s in range(p.kw):
+            def finit(r=r, s=s) -> None:
+                q.uop_loop_begin(th, tw, p.sh * tiw, 0)
+                q.uop_loop_begin(p.tcb, 0, tih * tiw, khw)
+                q.uop_push_block(MODE_GEMM, 0, acc_base + o * th * tw + x,
+                                 inp_base + r * tiw + s + x * p.sw,
+                                 wgt_base + o * p.tcb * khw + r * p.kw + s)
+                q.uop_loop_end()
+                q.uop_loop_end()
+
+            q.push_gemm(("gemm", acc_base, inp_base, wgt_base, tob, th, tw, tih, tiw, p.tcb, r,
+                         s), finit)
 
 
 # -------------------------------------------------------------- operators

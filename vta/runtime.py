@@ -447,6 +447,39 @@ class CommandQueue:
                     "hazard; reorder the micro-ops)")
         kernel._seq.append((dst_index, src_index, wgt_index))
 
+    def uop_push_block(self, mode: int, reset_out: int, dst_index: Any, src_index: Any,
+                       wgt_index: Any, opcode: int = 0, use_imm: int = 0,
+                       imm_val: int = 0) -> None:
+        """Append many micro-ops at once: :meth:`uop_push` for each element of the index arrays.
+
+        ``dst_index``, ``src_index`` and ``wgt_index`` are equal-length integer
+        sequences (or scalars, broadcast); the same rules apply, checked
+        vectorised.
+        """
+        dst, src, wgt = (np.asarray(v, dtype=np.int64) for v in (dst_index, src_index, wgt_index))
+        dst, src, wgt = np.broadcast_arrays(dst.reshape(-1), src.reshape(-1), wgt.reshape(-1))
+        if dst.size == 0:
+            return
+        self.uop_push(mode, reset_out, int(dst[0]), int(src[0]), int(wgt[0]), opcode, use_imm,
+                      imm_val)
+        if dst.size == 1:
+            return
+        kernel = self._recording
+        seq = np.concatenate([np.array([t[0] for t in kernel._seq[-3:-1]], dtype=np.int64), dst])
+        first_new = seq.size - dst.size + 1  # position in seq of dst[1]
+        clash = np.zeros(seq.size, dtype=bool)
+        for lag in (1, 2):
+            clash[lag:] |= seq[lag:] == seq[:-lag]
+        clash[:first_new] = False
+        if clash.any():
+            pos = int(np.argmax(clash))
+            i = len(kernel._seq) + pos - first_new
+            raise ValueError(
+                f"kernel {kernel.key!r}: micro-op {i} writes dst_index {int(seq[pos])} like one "
+                "of the two micro-ops before it (read-after-write hazard; reorder the micro-ops)")
+        kernel._seq.extend(zip(dst[1:].tolist(), src[1:].tolist(), wgt[1:].tolist(),
+                               strict=True))
+
     def _record(self, key: Hashable, finit: Callable[[], Any], mode: int) -> UopKernel:
         if self._recording is not None:
             raise RuntimeError("push_gemm / push_alu cannot be called while recording a kernel")
