@@ -1,0 +1,1 @@
+"""Simulation support: locating the HDL and testbench, and cached simulator builds."""

