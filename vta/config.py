@@ -216,18 +216,14 @@ class Config:
 
     # buffer depths (log2 and entries)
     LOG_UOP_BUFF_DEPTH = property(lambda self: self.LOG_UOP_BUFF_SIZE - LOG_UOP_WIDTH + 3)
-    LOG_INP_BUFF_DEPTH = property(
-        lambda self: self.LOG_INP_BUFF_SIZE - self.LOG_BATCH - self.LOG_BLOCK - self.LOG_INP_WIDTH + 3
-    )
-    LOG_WGT_BUFF_DEPTH = property(
-        lambda self: self.LOG_WGT_BUFF_SIZE - 2 * self.LOG_BLOCK - self.LOG_WGT_WIDTH + 3
-    )
-    LOG_ACC_BUFF_DEPTH = property(
-        lambda self: self.LOG_ACC_BUFF_SIZE - self.LOG_BATCH - self.LOG_BLOCK - self.LOG_ACC_WIDTH + 3
-    )
-    LOG_OUT_BUFF_DEPTH = property(
-        lambda self: self.LOG_OUT_BUFF_SIZE - self.LOG_BATCH - self.LOG_BLOCK - self.LOG_OUT_WIDTH + 3
-    )
+    LOG_INP_BUFF_DEPTH = property(lambda self: self.LOG_INP_BUFF_SIZE + 3 - (
+        self.LOG_BATCH + self.LOG_BLOCK + self.LOG_INP_WIDTH))
+    LOG_WGT_BUFF_DEPTH = property(lambda self: self.LOG_WGT_BUFF_SIZE + 3 - (
+        2 * self.LOG_BLOCK + self.LOG_WGT_WIDTH))
+    LOG_ACC_BUFF_DEPTH = property(lambda self: self.LOG_ACC_BUFF_SIZE + 3 - (
+        self.LOG_BATCH + self.LOG_BLOCK + self.LOG_ACC_WIDTH))
+    LOG_OUT_BUFF_DEPTH = property(lambda self: self.LOG_OUT_BUFF_SIZE + 3 - (
+        self.LOG_BATCH + self.LOG_BLOCK + self.LOG_OUT_WIDTH))
     UOP_BUFF_DEPTH = property(lambda self: 1 << self.LOG_UOP_BUFF_DEPTH)
     INP_BUFF_DEPTH = property(lambda self: 1 << self.LOG_INP_BUFF_DEPTH)
     WGT_BUFF_DEPTH = property(lambda self: 1 << self.LOG_WGT_BUFF_DEPTH)

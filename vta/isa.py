@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Iterable
+from typing import TYPE_CHECKING, ClassVar
 
 from .errors import AssemblyError, ConfigError, EncodingError
 
@@ -92,7 +93,7 @@ def _common() -> list[tuple[str, int]]:
 
 
 def field_table(fmt: str, cfg: Config) -> list[tuple[str, int]]:
-    """Ordered ``(name, width)`` pairs of format ``fmt`` ("generic", "mem", "gemm", "alu", "uop")."""
+    """Ordered ``(name, width)`` pairs of ``fmt``: generic, mem, gemm, alu or uop."""
     u, a = cfg.LOG_UOP_BUFF_DEPTH, cfg.LOG_ACC_BUFF_DEPTH
     i, w = cfg.LOG_INP_BUFF_DEPTH, cfg.LOG_WGT_BUFF_DEPTH
     compute_head = [("reset_reg", 1), ("uop_bgn", u), ("uop_end", u + 1),
