@@ -13,6 +13,7 @@ from vta.driver import regs
 from vta.driver.golden import GoldenTransport
 from vta.driver.host import PAGE_BYTES, Buffer, Driver, RunStats
 from vta.errors import DeadlockError, DeviceError, DeviceTimeoutError, ErrorCode, ExecutionError
+from vta.golden import TraceEvent
 from vta.isa import GemmInsn, MemId, MemInsn, Opcode, encode_stream
 
 DEFAULT = vta.Config.load("default")
@@ -183,7 +184,8 @@ class _Stuck(GoldenTransport):
         if offset == regs.offset("CTRL") and value & regs.CTRL_START:
             self._status = regs.STATUS_BUSY
             self._fetch_index = 3
-            self._live_tokens["l2g"] = 2
+            load = MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP)
+            self._events = [TraceEvent("load", 0, load, (), ("l2g",))] * 2
             self._counters["load_insns"] = 5
             return
         super().write32(offset, value)
@@ -269,6 +271,22 @@ def test_error_status_deadlock(device):
         device.free(buf)
     assert info.value.code == ErrorCode.DEADLOCK
     assert info.value.stuck == {"compute": (0, "")}
+
+
+def test_deadlock_snapshot_reports_live_tokens_and_retired_counts(device):
+    buf, n = _stream(device, [
+        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, push_next_dep=1),  # l2g + 1
+        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, pop_next_dep=1),  # s2g: never comes
+        GemmInsn(opcode=Opcode.FINISH),
+    ])
+    try:
+        with pytest.raises(DeadlockError, match=(
+                r"DEADLOCK in the compute module at instruction 1.*FETCH_INDEX=3, tokens l2g=1 "
+                r"g2l=0 g2s=0 s2g=0, retired load=1 compute=0 store=0")):
+            device.run(buf, n)
+    finally:
+        device.free(buf)
+    assert device.driver.read_counters()["l2g_tokens"] == 1
 
 
 def test_error_status_no_finish_has_no_index(device):

@@ -35,10 +35,12 @@ dep_pop) guard every reuse of a half; each stream starts by granting two free
 halves and ends by taking them back, so the token queues are balanced at
 every synchronize.
 
-Each chunk runs one GEMM per kernel position (kh, kw): its micro-op kernel
-enumerates (output-channel block, column) -- distinct destinations, so no
-read-after-write hazard between neighbouring micro-ops -- and its two loops run
-over the tile rows and the chunk's channel blocks (the reduction).  Matmul
+A GEMM's micro-op kernel enumerates (kernel position, output-channel block,
+column), the column fastest, so neighbouring micro-ops never write the same
+destination (a read-after-write hazard); its two loops run over the tile rows
+and the chunk's channel blocks (the reduction).  Each chunk runs either one
+GEMM per kernel position or one GEMM for all of them, whichever the tiling
+cost model prefers.  Matmul
 and dense are the 1x1 convolution of a one-row image whose columns are the
 rows of the left operand.
 """
@@ -77,7 +79,10 @@ __all__ = [
 ]
 
 _LOOP_MAX = (1 << 14) - 1
-_GEMM_COST = 150  # tiling cost model: golden-model microseconds per GEMM instruction
+# Tiling cost model (microseconds of the golden model, measured on a 2-core EPYC):
+_INSN_COST = 40  # per instruction
+_GEMM_COST = 90  # extra per GEMM instruction
+_LANE_COST = 0.025  # per accumulated lane when one GEMM sums several kernel positions
 _IMM_MIN, _IMM_MAX = -(1 << 15), (1 << 15) - 1
 
 
@@ -200,6 +205,11 @@ class ConvPlan:
     tob, th, tw, tcb : int
         Tile: output-channel blocks, output rows, output columns, input-channel
         blocks per reduction chunk (divides ``cb``).
+    split_kernel : bool
+        One GEMM per kernel position (else one GEMM per chunk whose kernel
+        enumerates every position; possible when a tile has at least three
+        output elements, so that neighbouring micro-ops never share a
+        destination).
     """
 
     nb: int
@@ -219,6 +229,7 @@ class ConvPlan:
     th: int
     tw: int
     tcb: int
+    split_kernel: bool = True
 
     @property
     def tiles(self) -> int:
@@ -277,22 +288,29 @@ def _plan(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: i
                         break
                     tiles = nb * -(-ob // tob) * -(-oh // th) * -(-ow // tw)
                     steps = tiles * chunks
-                    gemms = steps * kh * kw
-                    insns = steps * (tcb + 3) + gemms + tiles * (12 + tob)
                     inp_elems = steps * tcb * tih * tiw
                     wgt_elems = steps * tob * tcb * kh * kw
-                    # rough cost (us) of the golden model: per instruction, per GEMM, per element
-                    cost = insns * 40 + gemms * _GEMM_COST + inp_elems * 0.02 + wgt_elems * 0.1
-                    key = (cost, -tob * th * tw)
-                    if best is None or key < best[0]:
-                        best = (key, (tob, th, tw, tcb))
+                    base = (steps * (tcb + 3) + tiles * (12 + tob)) * _INSN_COST \
+                        + inp_elems * 0.02 + wgt_elems * 0.1
+                    # split: one GEMM per kernel position, each destination once per GEMM
+                    options = [(base + steps * kh * kw * (_INSN_COST + _GEMM_COST), True)]
+                    combined_ok = kh * kw > 1 and tob * tw >= 3 and \
+                        kh * kw * tob * tw + tob + 8 <= uop_budget
+                    if combined_ok:  # one GEMM per chunk; kernel positions summed in place
+                        lanes = steps * kh * kw * tob * th * tw * cfg.BATCH * cfg.BLOCK_OUT
+                        options.append((base + steps * (_INSN_COST + _GEMM_COST)
+                                        + lanes * _LANE_COST, False))
+                    for cost, split in options:
+                        key = (cost, -tob * th * tw)
+                        if best is None or key < best[0]:
+                            best = (key, (tob, th, tw, tcb, split))
     if best is None:
         raise ValueError(
             f"a {kh}x{kw} convolution does not fit this configuration's scratchpads even with "
             f"1-block tiles (INP half {inp_half}, WGT half {wgt_half}, ACC half {acc_half} "
             f"entries, micro-op buffer {cfg.UOP_BUFF_DEPTH})")
-    tob, th, tw, tcb = best[1]
-    return ConvPlan(nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw, tob, th, tw, tcb)
+    tob, th, tw, tcb, split = best[1]
+    return ConvPlan(nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw, tob, th, tw, tcb, split)
 
 
 def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
@@ -365,6 +383,7 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
                 for ow0 in range(0, p.ow, p.tw):
                     tw = min(p.tw, p.ow - ow0)
                     tiw = (tw - 1) * p.sw + p.kw
+                    split = p.split_kernel or tob * tw < 3
                     gemm_uops = khw * tob * tw
                     pipe.checkpoint(p.chunks * (p.tcb + 4 + 2 * khw) + 16 + tob,
                                     p.chunks * gemm_uops + 2 * tob + 16)
@@ -390,8 +409,8 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
                         q.dep_push(LOAD_STAGE, COMPUTE_STAGE)
                         # compute: wait for the data, accumulate, release the half
                         q.dep_pop(LOAD_STAGE, COMPUTE_STAGE)
-                        _push_conv_gemm(q, p, acc_base, inp_base, wgt_base, tob, th, tw, tih,
-                                        tiw)
+                        _push_conv_gemm(q, p, split, acc_base, inp_base, wgt_base, tob, th, tw,
+                                        tih, tiw)
                         q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
                         step += 1
                     # epilogue
@@ -458,29 +477,32 @@ def _load_window(q: CommandQueue, p: ConvPlan, data_buf: Buffer, nb: int, c0: in
                   inp_base + c * tih * tiw, MemId.INP)
 
 
-def _push_conv_gemm(q: CommandQueue, p: ConvPlan, acc_base: int, inp_base: int, wgt_base: int,
-                    tob: int, th: int, tw: int, tih: int, tiw: int) -> None:
-    """One GEMM per kernel position (r, s) over the tile, accumulating one chunk.
+def _push_conv_gemm(q: CommandQueue, p: ConvPlan, split: bool, acc_base: int, inp_base: int,
+                    wgt_base: int, tob: int, th: int, tw: int, tih: int, tiw: int) -> None:
+    """Accumulate one chunk into the tile: one GEMM per kernel position, or one for all.
 
-    Kernel: a micro-op per (output-channel block, column) -- all different
-    destinations, so no read-after-write hazard between neighbours; loops over
-    the tile rows (outer) and the chunk's channel blocks (inner, a reduction).
+    A kernel has a micro-op per (kernel position, output-channel block,
+    column), the column fastest: neighbouring micro-ops have different
+    destinations (all do when split; with every position in one kernel the
+    tile needs at least three outputs per row).  Loops: tile rows (outer) and
+    the chunk's channel blocks (inner, a reduction).
     """
     khw = p.kh * p.kw
     o, x = np.divmod(np.arange(tob * tw), tw)
-    for r in range(p.kh):
-        for s in range(p.kw):
-            def finit(r=r, s=s) -> None:
-                q.uop_loop_begin(th, tw, p.sh * tiw, 0)
-                q.uop_loop_begin(p.tcb, 0, tih * tiw, khw)
+    positions = [(r, s) for r in range(p.kh) for s in range(p.kw)]
+    for group in ([[pos] for pos in positions] if split else [positions]):
+        def finit(group=group) -> None:
+            q.uop_loop_begin(th, tw, p.sh * tiw, 0)
+            q.uop_loop_begin(p.tcb, 0, tih * tiw, khw)
+            for r, s in group:
                 q.uop_push_block(MODE_GEMM, 0, acc_base + o * th * tw + x,
                                  inp_base + r * tiw + s + x * p.sw,
                                  wgt_base + o * p.tcb * khw + r * p.kw + s)
-                q.uop_loop_end()
-                q.uop_loop_end()
+            q.uop_loop_end()
+            q.uop_loop_end()
 
-            q.push_gemm(("gemm", acc_base, inp_base, wgt_base, tob, th, tw, tih, tiw, p.tcb, r,
-                         s), finit)
+        q.push_gemm(("gemm", acc_base, inp_base, wgt_base, tob, th, tw, tih, tiw, p.tcb,
+                     tuple(group)), finit)
 
 
 # -------------------------------------------------------------- operators

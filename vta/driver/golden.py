@@ -63,7 +63,7 @@ class GoldenTransport(Transport):
         self._status = 0
         self._err_index = 0
         self._fetch_index = 0
-        self._live_tokens = dict.fromkeys(QUEUES, 0)
+        self._events: list[TraceEvent] = []  # instructions retired by the current/last run
         self._counters: dict[str, int] = {n: 0 for n, _ in regs.COUNTERS}
         self._detail: str | None = None
         self._closed = False
@@ -84,7 +84,8 @@ class GoldenTransport(Transport):
         if offset == regs.offset("INSN_COUNT"):
             return self._insn_count
         if offset == regs.offset("TOKENS"):
-            return sum(min(self._live_tokens[q], 255) << (8 * i) for i, q in enumerate(QUEUES))
+            live = self._live_tokens()
+            return sum(min(live[q], 255) << (8 * i) for i, q in enumerate(QUEUES))
         if offset == regs.offset("FETCH_INDEX"):
             return self._fetch_index
         low = offset & ~7 if (offset & ~7) in self._counter_offsets else None
@@ -121,40 +122,43 @@ class GoldenTransport(Transport):
     def _start(self) -> None:
         """Run the stream now (the model is synchronous) and set STATUS."""
         self._counters = {n: 0 for n, _ in regs.COUNTERS}
-        self._live_tokens = dict.fromkeys(QUEUES, 0)
         self._fetch_index = 0
         self._detail = None
-        partial = Counters()
+        self._events = []
         self._status = regs.STATUS_BUSY
-
-        def trace(event: TraceEvent) -> None:
-            for q in event.popped:
-                self._live_tokens[q] -= 1
-            for q in event.pushed:
-                self._live_tokens[q] += 1
-            _count(partial, event, self.cfg)
-
         try:
             # The model decodes the whole stream before dispatching: a fetch
             # fault stops with nothing executed, anything else after it all.
-            counters = self.model.run(self._insn_addr, self._insn_count, trace=trace)
+            counters = self.model.run(self._insn_addr, self._insn_count,
+                                      trace=self._events.append)
         except DeadlockError as exc:
             self._fetch_index = self._insn_count
             module = next(e for e in ENGINES if e in exc.stuck)
-            self._fail(module, exc.stuck[module][0], ErrorCode.DEADLOCK, str(exc), partial)
+            self._fail(module, exc.stuck[module][0], ErrorCode.DEADLOCK, str(exc))
         except ExecutionError as exc:
             if exc.module == "fetch":
                 self._fetch_index = exc.index or 0
             else:
                 self._fetch_index = self._insn_count
-            self._fail(exc.module, exc.index, exc.code, str(exc), partial)
+            self._fail(exc.module, exc.index, exc.code, str(exc))
         else:
             self._fetch_index = self._insn_count
             self._set_counters(counters)
             self._status = regs.status_word(done=True)
 
-    def _fail(self, module: str, index: int | None, code: ErrorCode, detail: str,
-              partial: Counters) -> None:
+    def _live_tokens(self) -> dict[str, int]:
+        live = dict.fromkeys(QUEUES, 0)
+        for event in self._events:
+            for q in event.popped:
+                live[q] -= 1
+            for q in event.pushed:
+                live[q] += 1
+        return live
+
+    def _fail(self, module: str, index: int | None, code: ErrorCode, detail: str) -> None:
+        partial = Counters()  # what the engines retired before the fault
+        for event in self._events:
+            _count(partial, event, self.cfg)
         self._set_counters(partial)
         self._err_index = NO_INDEX if index is None else index
         self._detail = detail
