@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import operator
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -265,8 +266,8 @@ def _pack(obj: Insn | Uop, fields: Iterable[Field], what: str) -> int:
         value = getattr(obj, f.name)
         if isinstance(value, bool) or not isinstance(value, int):
             try:
-                value = int(value)  # numpy integers, IntEnums
-            except (TypeError, ValueError):
+                value = operator.index(value)  # numpy integers; not str or float
+            except TypeError:
                 raise EncodingError(
                     f"{what} field {f.name!r} must be an integer, not {value!r}"
                 ) from None
