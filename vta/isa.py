@@ -67,25 +67,25 @@ DEP_FLAGS = ("pop_prev_dep", "pop_next_dep", "push_prev_dep", "push_next_dep")
 
 @dataclass(frozen=True)
 class Field:
-    """One placed bit-field: bits ``[lo, lo + width)``."""
+    """One placed bit-field: bits ``[lo, lo + width)``; ``min``/``max`` bound its values."""
 
     name: str
     lo: int
     width: int
     signed: bool = False
+    min: int = dataclasses.field(init=False, compare=False)
+    max: int = dataclasses.field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        lo, hi = ((-(1 << (self.width - 1)), (1 << (self.width - 1)) - 1) if self.signed
+                  else (0, (1 << self.width) - 1))
+        object.__setattr__(self, "min", lo)
+        object.__setattr__(self, "max", hi)
 
     @property
     def hi(self) -> int:
         """Index of the field's most significant bit."""
         return self.lo + self.width - 1
-
-    @property
-    def min(self) -> int:
-        return -(1 << (self.width - 1)) if self.signed else 0
-
-    @property
-    def max(self) -> int:
-        return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
 
 
 # ----------------------------------------------------------------- field tables
@@ -294,14 +294,14 @@ def encode(insn: Insn, cfg: Config) -> bytes:
     """Encode one instruction to 16 bytes (little-endian, TVM VTA layout)."""
     if not isinstance(insn, Insn):
         raise TypeError(f"encode expects an Insn, not {type(insn).__name__}")
-    expected = insn_class(int(insn.opcode))
-    if type(insn) is not expected and int(insn.opcode) in _CLASS_OF_OPCODE:
+    expected = _CLASS_OF_OPCODE.get(insn.opcode)
+    if expected is not None and type(insn) is not expected:
         raise EncodingError(
             f"opcode {Opcode(insn.opcode).name} needs a {expected.__name__}, "
             f"not a {type(insn).__name__}"
         )
-    name = Opcode(insn.opcode).name if insn.opcode in list(Opcode) else "instruction"
-    return _pack(insn, layout(insn.FORMAT, cfg), name).to_bytes(INSN_BYTES, "little")
+    name = Opcode(insn.opcode).name if expected is not None else "instruction"
+    return _pack(insn, _layout(insn.FORMAT, cfg), name).to_bytes(INSN_BYTES, "little")
 
 
 def decode_word(word: int, cfg: Config) -> Insn:

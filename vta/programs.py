@@ -237,8 +237,7 @@ def build_matmul(cfg: Config, m: int, k: int, n: int, *, shift: int | None = 8,
                               out_addr // cfg.OUT_ELEM_BYTES + m0 * nb + n0, rows, cols, nb,
                               pop_prev_dep=1, push_prev_dep=1))
     # Tail: load and store drain their tokens and signal compute, which then finishes.
-    load_wait(len(tiles))
-    insns.append(load_nop(push_next_dep=1))
+    insns.append(load_nop(push_next_dep=1, **load_wait(len(tiles))))
     while s2g_popped < len(tiles) - 1:
         insns.append(compute_nop(pop_next_dep=1))
         s2g_popped += 1

@@ -161,13 +161,19 @@ def render_markdown() -> str:
     ]
     for r in REGISTERS:
         if r.wide:
-            lines.append(f"| 0x{r.offset:03X} | {r.name}_LO | {r.access} | {r.doc} (low word) |")
+            lines.append(
+                f"| 0x{r.offset:03X} | {r.name}_LO | {r.access} | {_cell(r.doc)} (low word) |")
             lines.append(f"| 0x{r.offset + 4:03X} | {r.name}_HI | {r.access} | (high word) |")
         else:
-            lines.append(f"| 0x{r.offset:03X} | {r.name} | {r.access} | {r.doc} |")
+            lines.append(f"| 0x{r.offset:03X} | {r.name} | {r.access} | {_cell(r.doc)} |")
     lines += ["", "Error codes (STATUS[15:8]):", "", "| code | name |", "|---|---|"]
     lines += [f"| {c.value} | {c.name} |" for c in ErrorCode]
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Escape a Markdown table cell."""
+    return text.replace("|", "\\|")
 
 
 def render_verilog() -> str:
