@@ -89,7 +89,8 @@ def test_buffer_too_small_for_one_element():
 
 
 def test_buffer_deeper_than_sram_base_field():
-    with pytest.raises(vta.ConfigError, match="LOG_ACC_BUFF_SIZE = 23 gives a ACC depth of 2\\*\\*17"):
+    with pytest.raises(vta.ConfigError,
+                       match="LOG_ACC_BUFF_SIZE = 23 gives the ACC buffer a depth of 2\\*\\*17"):
         Config.from_dict({**UPSTREAM_DEFAULT, "LOG_ACC_BUFF_SIZE": 23})
 
 

@@ -244,8 +244,8 @@ def wrap32(x):
 def shr_reference(x, y):
     """Decision 3, written out case by case."""
     out = []
-    for xv, yv in zip(np.broadcast_to(x, np.broadcast(x, y).shape),
-                      np.broadcast_to(y, np.broadcast(x, y).shape)):
+    shape = np.broadcast(x, y).shape
+    for xv, yv in zip(np.broadcast_to(x, shape), np.broadcast_to(y, shape), strict=True):
         xv, yv = int(xv), int(yv)
         if 0 <= yv <= 31:
             out.append(xv >> yv)

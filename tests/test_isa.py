@@ -88,7 +88,7 @@ def test_small_config_packs_later_fields_into_word_zero():
 def test_no_field_straddles_a_word(cfg):
     for fmt, unit in (("mem", 64), ("gemm", 64), ("alu", 64), ("uop", 32)):
         placed = isa.layout(fmt, cfg)
-        for prev, f in zip(placed, placed[1:]):
+        for prev, f in zip(placed, placed[1:], strict=False):
             assert f.lo >= prev.hi + 1  # in order, no overlap
             if f.lo != prev.hi + 1:  # a gap only where the next field would straddle
                 assert (prev.hi + 1) % unit + f.width > unit

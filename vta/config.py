@@ -154,7 +154,8 @@ class Config:
                 )
             if depth_log > SRAM_ADDR_BITS:
                 raise ConfigError(
-                    f"{key} = {getattr(self, key)} gives a {mem} depth of 2**{depth_log}, beyond "
+                    f"{key} = {getattr(self, key)} gives the {mem} buffer a depth of "
+                    f"2**{depth_log}, beyond "
                     f"the 16-bit sram_base field; it must be at most "
                     f"{getattr(self, key) - depth_log + SRAM_ADDR_BITS}"
                 )
