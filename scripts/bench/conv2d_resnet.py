@@ -19,30 +19,15 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import time
 
+import _blas  # noqa: F401  (first: pins BLAS threads before NumPy loads)
+import numpy as np
+from rich.console import Console
+from rich.table import Table
 
-def _blas_threads() -> str:
-    """--blas-threads must act before NumPy loads its BLAS (default 1: on a shared 2-core
-    machine a multi-threaded OpenBLAS spins against other work and gets 20x slower)."""
-    for i, arg in enumerate(sys.argv):
-        if arg == "--blas-threads" and i + 1 < len(sys.argv):
-            return sys.argv[i + 1]
-        if arg.startswith("--blas-threads="):
-            return arg.split("=", 1)[1]
-    return "1"
-
-
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = _blas_threads()
-
-import numpy as np  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-import vta  # noqa: E402
-from vta import ops  # noqa: E402
+import vta
+from vta import ops
 
 #: name: (H, W, C_in, C_out, kernel, pad, stride) -- upstream's ResNet-18 benchmark layers
 LAYERS = {

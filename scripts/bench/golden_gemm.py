@@ -7,6 +7,7 @@ checks the result against NumPy, then times NumPy's float32 matmul of the same
 shapes in the same process.  Prints MAC/s for both and their ratio.
 
     python scripts/bench/golden_gemm.py [--size 256] [--repeat 20] [--config default]
+                                        [--blas-threads 1]
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import platform
 import time
 
+import _blas  # noqa: F401  (first: pins BLAS threads before NumPy loads)
 import numpy as np
 
 import vta
@@ -37,6 +39,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=256, help="M = K = N (default 256)")
     parser.add_argument("--repeat", type=int, default=20, help="timed runs; best is kept")
     parser.add_argument("--config", default="default", help="preset or vta_config.json")
+    parser.add_argument("--blas-threads", default="1",
+                        help="BLAS threads for NumPy and the golden model (default 1)")
     args = parser.parse_args()
 
     cfg = vta.Config.load(args.config)
@@ -70,7 +74,7 @@ def main() -> None:
     numpy_s = best_of(lambda: af @ wf.T, args.repeat * 5)
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, "
-          f"python {platform.python_version()}")
+          f"python {platform.python_version()}, BLAS threads {args.blas_threads}")
     print(f"config {cfg.name} ({cfg.bitstream}), {size}x{size}x{size} int8 matmul, "
           f"{prog.insn_count} instructions, {counters.gemm_uops} GEMM micro-ops")
     print(f"golden model : {golden_s * 1e3:8.2f} ms  {macs / golden_s / 1e9:7.2f} GMAC/s"
