@@ -203,3 +203,12 @@ def test_assembler_accepts_indices_comments_and_hex():
     assert isa.decode(raw, DEFAULT) == MemInsn(opcode=Opcode.LOAD, memory_type=MemId.WGT,
                                                sram_base=16, dram_base=64, x_size=2, y_size=1,
                                                x_stride=2)
+
+
+def test_committed_isa_doc_is_generated_from_the_tables():
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "isa.md"
+    assert doc.read_text() == isa.render_markdown(DEFAULT), (
+        "docs/isa.md is stale: regenerate it with `vta isa > docs/isa.md`")
+    assert "| imm | [112..127] | 16, signed |" in doc.read_text()

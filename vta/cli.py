@@ -178,6 +178,13 @@ def asm(source, output: Path, config: str) -> None:
     click.echo(f"{output}: {len(raw) // isa.INSN_BYTES} instructions", err=True)
 
 
+@main.command("isa")
+@config_option
+def isa_cmd(config: str) -> None:
+    """Print the bit layout of every instruction format for a configuration."""
+    sys.stdout.write(isa.render_markdown(_load_config(config)))
+
+
 @main.command()
 @click.option("--format", "fmt", type=click.Choice(["markdown", "verilog"]), default="markdown",
               show_default=True)
