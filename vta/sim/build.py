@@ -39,25 +39,29 @@ class SimulatorError(VTAError):
     """A simulator is missing, or a build or run failed."""
 
 
-def _asset_dir(name: str) -> Path:
-    """``hdl`` or ``sim``: inside the installed package (wheel), else the source tree."""
-    packaged = Path(str(resources.files("vta"))) / name
+def _asset_dir(packaged_name: str, repo_name: str) -> Path:
+    """An asset folder: inside the installed package (wheel), else the source tree.
+
+    The wheel maps the repository's ``hdl/`` to ``vta/hdl`` and ``sim/`` to
+    ``vta/sim_assets`` (``vta/sim`` is this Python package).
+    """
+    packaged = Path(str(resources.files("vta"))) / packaged_name
     if packaged.is_dir():
         return packaged
-    repo = Path(__file__).resolve().parents[2] / name
+    repo = Path(__file__).resolve().parents[2] / repo_name
     if repo.is_dir():
         return repo
-    raise SimulatorError(f"cannot find the {name}/ folder (looked in {packaged} and {repo})")
+    raise SimulatorError(f"cannot find the {repo_name}/ folder (looked in {packaged} and {repo})")
 
 
 def hdl_dir() -> Path:
     """Folder holding the Verilog design."""
-    return _asset_dir("hdl")
+    return _asset_dir("hdl", "hdl")
 
 
 def sim_dir() -> Path:
     """Folder holding the testbench top and the cocotb harness."""
-    return _asset_dir("sim")
+    return _asset_dir("sim_assets", "sim")
 
 
 def cache_root() -> Path:
@@ -182,7 +186,7 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
                              defines=defines, parameters=parameters, build_args=args,
                              build_dir=build_dir, always=True, clean=True,
                              timescale=TIMESCALE, waves=waves)
-            except (SystemExit, subprocess.CalledProcessError) as exc:
+            except (SystemExit, RuntimeError, subprocess.CalledProcessError) as exc:
                 raise SimulatorError(
                     f"{simulator} build of {top} failed ({exc}); see the messages above"
                 ) from None
@@ -193,7 +197,7 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
 def run(b: Build, test_module: str | Sequence[str], *, testcase: str | None = None,
         extra_env: Mapping[str, str] | None = None, test_dir: Path | str | None = None,
         waves: bool | None = None, python_path: Sequence[Path | str] = (),
-        check: bool = True) -> Path:
+        plusargs: Sequence[str] = (), check: bool = True) -> Path:
     """Run cocotb ``test_module`` against build ``b``; returns the results.xml path.
 
     With ``check`` (the default) a failed or missing cocotb test raises
@@ -213,7 +217,7 @@ def run(b: Build, test_module: str | Sequence[str], *, testcase: str | None = No
                                   build_dir=b.build_dir, test_dir=test_dir or b.build_dir,
                                   parameters=dict(b.parameters), extra_env=env,
                                   waves=b.waves if waves is None else waves,
-                                  timescale=TIMESCALE)
+                                  plusargs=list(plusargs), timescale=TIMESCALE)
     finally:
         sys.path[:] = saved_path
     if check:
