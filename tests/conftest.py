@@ -4,6 +4,10 @@
 ``backend`` / ``device`` / ``open_dev`` fixtures once per backend (default:
 golden only).  Devices are opened once per (backend, preset) for the session
 and reused, as a simulator would be.
+
+Simulated backends run only some presets by default (Icarus: tiny; Verilator:
+tiny and default); a test asking for another preset is skipped with the reason.
+``--rtl-presets tiny,default`` (or ``all``) widens that for every simulator.
 """
 
 from __future__ import annotations
@@ -24,6 +28,13 @@ import vta  # noqa: E402
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--backend", action="append", default=None,
                      help="device backend for the program suite (repeatable; default golden)")
+    parser.addoption("--rtl-presets", default=None,
+                     help="presets run on simulated backends (comma-separated, or 'all'; "
+                          "default: icarus tiny, verilator tiny,default)")
+
+
+#: Presets each simulated backend runs unless --rtl-presets says otherwise.
+RTL_PRESETS = {"icarus": ("tiny",), "verilator": ("tiny", "default")}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -41,10 +52,16 @@ def _device_cache():
 
 
 @pytest.fixture
-def open_dev(backend, _device_cache):
+def open_dev(backend, _device_cache, request):
     """``open_dev(preset="default")`` -> a shared open device of ``backend``."""
+    wanted = request.config.getoption("--rtl-presets")
 
     def opener(preset: str = "default") -> vta.device.Device:
+        if backend in RTL_PRESETS:
+            allowed = RTL_PRESETS[backend] if wanted is None else tuple(wanted.split(","))
+            if "all" not in allowed and preset not in allowed:
+                pytest.skip(f"preset {preset!r} is not run on {backend} by default "
+                            f"(runs: {', '.join(allowed)}; widen with --rtl-presets)")
         key = (backend, preset)
         dev = _device_cache.get(key)
         if dev is None or dev.closed:

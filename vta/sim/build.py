@@ -228,3 +228,50 @@ def run(b: Build, test_module: str | Sequence[str], *, testcase: str | None = No
             raise SimulatorError(f"{test_module} on {b.simulator}: {failed} of {total} cocotb "
                                  f"tests failed (results in {results})")
     return results
+
+
+def launch_command(b: Build, test_module: str, *, plusargs: Sequence[str] = (),
+                   extra_env: Mapping[str, str] | None = None,
+                   python_path: Sequence[Path | str] = (), results_file: Path | str,
+                   waves_file: Path | str | None = None) -> tuple[list[str], dict[str, str]]:
+    """Command line and environment that start cocotb ``test_module`` against build ``b``.
+
+    For a caller that starts the simulator itself (a persistent process it
+    talks to, kills on timeout and reaps); :func:`run` instead waits for the
+    tests to finish.  The environment is what cocotb's runner would set.
+    ``waves_file`` turns waveform dumping on (the build must have ``waves``).
+    """
+    import find_libpython
+    from cocotb_tools import config as cocotb_config
+
+    env = dict(os.environ)
+    env.update(sim_env())
+    libpython = env.get("LIBPYTHON_LOC") or find_libpython.find_libpython()
+    if libpython is None:
+        raise SimulatorError("cannot find libpython, which cocotb embeds; install the Python "
+                             "development files (libpython3.x)")
+    env["GPI_USERS"] = f"{libpython};{cocotb_config.pygpi_entry_point()}"
+    env["PATH"] = env["PATH"] + os.pathsep + str(cocotb_config.libs_dir)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, python_path), *sys.path])
+    env["PYGPI_PYTHON_BIN"] = sys.executable
+    env["COCOTB_TOPLEVEL"] = b.top
+    env["COCOTB_TEST_MODULES"] = test_module
+    env["TOPLEVEL_LANG"] = "verilog"
+    env["COCOTB_RESULTS_FILE"] = str(results_file)
+    env["COCOTB_TRUST_INERTIAL_WRITES"] = "1"
+    env.update(extra_env or {})
+    if waves_file is not None and not b.waves:
+        raise SimulatorError("waveforms need a build made with waves=True")
+    if b.simulator == "verilator":
+        argv = [str(b.build_dir / b.top)]
+        if waves_file is not None:
+            argv += ["--trace", "--trace-file", str(waves_file)]
+        argv += list(plusargs)
+    else:
+        argv = ["vvp", "-m", cocotb_config.lib_entry("vpi", "icarus"), str(b.build_dir / "sim.vvp"),
+                *plusargs]
+        if waves_file is not None:
+            argv += [f"+dumpfile_path={waves_file}", "-fst"]
+        else:
+            argv += ["-none"]
+    return argv, env

@@ -1,0 +1,348 @@
+"""The persistent cocotb harness: serves one host process over a socket.
+
+Runs inside the simulator (Verilator or Icarus) against ``vta_tb`` as a single
+cocotb test, ``serve``.  The host (:mod:`vta.driver.rtl`) starts the simulator
+with one end of a socket pair inherited as file descriptor ``VTA_HARNESS_FD``
+and sends requests; the simulation stands still while the harness waits for
+the next one, so simulated time only passes inside a request.
+
+Python wakes per register access (a handful of clock edges on the AXI4-Lite
+port), per backdoor copy (one edge) and per run (one wait for ``irq`` or the
+testbench watchdog): never per clock in the data path.  The clock is cocotb's
+GPI (C++) clock.
+
+Wire format, both directions: ``<u32 header length><u32 payload length>``,
+then a JSON header, then the raw payload.  Requests are ``{"op": ...}``;
+replies ``{"ok": true, ...}`` or ``{"ok": false, "error": text}``.
+
+=========  ==================================  ==========================================
+op         request fields (payload)            reply fields (payload)
+=========  ==================================  ==========================================
+read32     offset                              value
+write32    offset, value                       --
+mem_write  addr (payload: the bytes)           --
+mem_read   addr, nbytes                        (payload: the bytes)
+run        watchdog (cycles; 0: none)          done, cycles (tb clock), report (watchdog)
+trace      on                                  --
+reset      cycles                              --
+info       --                                  cycle, dram counters, trace file
+quit       --                                  -- (the simulation ends)
+=========  ==================================  ==========================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import traceback
+from pathlib import Path
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import First, ReadOnly, RisingEdge
+
+HEADER = struct.Struct("<II")
+#: Clock cycles an AXI4-Lite handshake may take before the harness gives up.
+AXIL_TIMEOUT = 10_000
+CLOCK_NS = 10
+
+
+class LinkClosed(Exception):
+    """The host closed its end of the socket."""
+
+
+class Link:
+    """Framed JSON + payload messages over the inherited socket."""
+
+    def __init__(self, fd: int):
+        self.sock = socket.socket(fileno=fd)
+        self.sock.setblocking(True)
+
+    def _recv_exact(self, n: int) -> bytes:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = self.sock.recv_into(view[got:], n - got)
+            if k == 0:
+                raise LinkClosed
+            got += k
+        return bytes(buf)
+
+    def recv(self) -> tuple[dict, bytes]:
+        hlen, plen = HEADER.unpack(self._recv_exact(HEADER.size))
+        header = json.loads(self._recv_exact(hlen))
+        payload = self._recv_exact(plen) if plen else b""
+        return header, payload
+
+    def send(self, header: dict, payload: bytes = b"") -> None:
+        raw = json.dumps(header).encode()
+        self.sock.sendall(HEADER.pack(len(raw), len(payload)) + raw)
+        if payload:
+            self.sock.sendall(payload)
+
+
+class Harness:
+    """Register, memory and run access to ``vta_tb``."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.clk = dut.clk
+        self.word_bytes = int(os.environ.get("VTA_BUS_BYTES", "8"))
+        self.mem_bytes = int(os.environ.get("VTA_MEM_BYTES", str(1 << 26)))
+        self.bd_file = Path(os.environ["VTA_BD_FILE"])
+        self.trace_file = os.environ.get("VTA_TRACE_FILE")
+
+    # ------------------------------------------------------------ basics
+    async def start(self) -> None:
+        dut = self.dut
+        Clock(self.clk, CLOCK_NS, unit="ns", impl="gpi").start()
+        for name in ("s_axil_awvalid", "s_axil_wvalid", "s_axil_bready", "s_axil_arvalid",
+                     "s_axil_rready", "s_axil_awaddr", "s_axil_wdata", "s_axil_araddr",
+                     "bd_req", "bd_op", "bd_word", "bd_count", "trace_en", "wd_limit",
+                     "wd_clear"):
+            getattr(dut, name).value = 0
+        dut.s_axil_wstrb.value = 0xF
+        await self.reset(8)
+
+    async def reset(self, cycles: int = 8) -> None:
+        self.dut.rst.value = 1
+        for _ in range(max(1, cycles)):
+            await RisingEdge(self.clk)
+        self.dut.rst.value = 0
+        await RisingEdge(self.clk)
+
+    async def _handshake(self, valid, ready, what: str) -> None:
+        """Hold ``valid`` high until the edge at which ``ready`` is seen with it."""
+        for _ in range(AXIL_TIMEOUT):
+            await ReadOnly()
+            taken = bool(ready.value)
+            await RisingEdge(self.clk)
+            if taken:
+                valid.value = 0
+                return
+        raise TimeoutError(f"{what}: no handshake within {AXIL_TIMEOUT} cycles")
+
+    async def write32(self, offset: int, value: int) -> int:
+        dut = self.dut
+        dut.s_axil_awaddr.value = offset
+        dut.s_axil_wdata.value = value & 0xFFFFFFFF
+        dut.s_axil_awvalid.value = 1
+        dut.s_axil_wvalid.value = 1
+        aw_done = w_done = False
+        for _ in range(AXIL_TIMEOUT):
+            await ReadOnly()
+            aw = not aw_done and bool(dut.s_axil_awready.value)
+            w = not w_done and bool(dut.s_axil_wready.value)
+            await RisingEdge(self.clk)
+            if aw:
+                dut.s_axil_awvalid.value = 0
+                aw_done = True
+            if w:
+                dut.s_axil_wvalid.value = 0
+                w_done = True
+            if aw_done and w_done:
+                break
+        else:
+            raise TimeoutError(f"AXI4-Lite write to 0x{offset:03x}: address/data not accepted "
+                               f"within {AXIL_TIMEOUT} cycles")
+        dut.s_axil_bready.value = 1
+        for _ in range(AXIL_TIMEOUT):
+            await ReadOnly()
+            if dut.s_axil_bvalid.value:
+                resp = int(dut.s_axil_bresp.value)
+                await RisingEdge(self.clk)
+                dut.s_axil_bready.value = 0
+                return resp
+            await RisingEdge(self.clk)
+        raise TimeoutError(f"AXI4-Lite write to 0x{offset:03x}: no write response within "
+                           f"{AXIL_TIMEOUT} cycles")
+
+    async def read32(self, offset: int) -> tuple[int, int]:
+        dut = self.dut
+        dut.s_axil_araddr.value = offset
+        dut.s_axil_arvalid.value = 1
+        await self._handshake(dut.s_axil_arvalid, dut.s_axil_arready,
+                              f"AXI4-Lite read of 0x{offset:03x}")
+        dut.s_axil_rready.value = 1
+        for _ in range(AXIL_TIMEOUT):
+            await ReadOnly()
+            if dut.s_axil_rvalid.value:
+                value = int(dut.s_axil_rdata.value)
+                resp = int(dut.s_axil_rresp.value)
+                await RisingEdge(self.clk)
+                dut.s_axil_rready.value = 0
+                return value, resp
+            await RisingEdge(self.clk)
+        raise TimeoutError(f"AXI4-Lite read of 0x{offset:03x}: no data within "
+                           f"{AXIL_TIMEOUT} cycles")
+
+    # ------------------------------------------------------------ backdoor
+    async def _backdoor(self, op: int, word: int, count: int) -> None:
+        dut = self.dut
+        dut.bd_op.value = op
+        dut.bd_word.value = word
+        dut.bd_count.value = count
+        req = (int(dut.bd_ack.value) + 1) & 0xFF
+        dut.bd_req.value = req
+        for _ in range(16):
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            if int(dut.bd_ack.value) == req:
+                await RisingEdge(self.clk)
+                return
+        raise TimeoutError("DRAM backdoor did not acknowledge")
+
+    async def _dump_words(self, word: int, count: int) -> np.ndarray:
+        await self._backdoor(2, word, count)
+        text = self.bd_file.read_bytes()
+        lines = [ln for ln in text.split() if not ln.startswith((b"//", b"@", b"0x"))]
+        hexdigits = b"".join(lines).translate(_XZ_TO_ZERO)
+        if len(hexdigits) != 2 * self.word_bytes * count:
+            raise RuntimeError(f"DRAM backdoor dump of {count} words returned "
+                               f"{len(hexdigits) // 2} bytes")
+        raw = np.frombuffer(bytes.fromhex(hexdigits.decode()), dtype=np.uint8)
+        return raw.reshape(count, self.word_bytes)[:, ::-1].reshape(-1)
+
+    def _check(self, addr: int, nbytes: int) -> None:
+        if addr < 0 or nbytes < 0 or addr + nbytes > self.mem_bytes:
+            raise ValueError(f"device memory access 0x{addr:x}..0x{addr + nbytes:x} lies outside "
+                             f"the {self.mem_bytes}-byte device memory")
+
+    async def mem_read(self, addr: int, nbytes: int) -> bytes:
+        self._check(addr, nbytes)
+        if nbytes == 0:
+            return b""
+        w = self.word_bytes
+        first, end = addr // w, -(-(addr + nbytes) // w)
+        data = await self._dump_words(first, end - first)
+        off = addr - first * w
+        return data[off:off + nbytes].tobytes()
+
+    async def mem_write(self, addr: int, payload: bytes) -> None:
+        nbytes = len(payload)
+        self._check(addr, nbytes)
+        if nbytes == 0:
+            return
+        w = self.word_bytes
+        first, end = addr // w, -(-(addr + nbytes) // w)
+        count = end - first
+        buf = np.zeros(count * w, dtype=np.uint8)
+        off = addr - first * w
+        if off or (addr + nbytes) % w:  # keep the bytes around a partial word
+            head = await self._dump_words(first, 1)
+            buf[:w] = head
+            if count > 1:
+                tail = await self._dump_words(end - 1, 1)
+                buf[-w:] = tail
+        buf[off:off + nbytes] = np.frombuffer(payload, dtype=np.uint8)
+        digits = np.frombuffer(buf.reshape(count, w)[:, ::-1].tobytes().hex().encode(),
+                               dtype=np.uint8).reshape(count, 2 * w)
+        lines = np.full((count, 2 * w + 1), ord("\n"), dtype=np.uint8)
+        lines[:, :-1] = digits
+        self.bd_file.write_bytes(lines.tobytes())
+        await self._backdoor(1, first, count)
+
+    # ------------------------------------------------------------ runs
+    async def run(self, watchdog: int) -> dict:
+        dut = self.dut
+        dut.wd_limit.value = max(0, min(int(watchdog), 0xFFFFFFFF))
+        dut.wd_clear.value = 1
+        start_cycle = int(dut.cycle.value)
+        await RisingEdge(self.clk)
+        dut.wd_clear.value = 0
+        await RisingEdge(self.clk)
+        await ReadOnly()
+        if not dut.irq.value:
+            await RisingEdge(self.clk)
+            await First(RisingEdge(dut.irq), RisingEdge(dut.wd_fire))
+            await ReadOnly()
+        done = bool(dut.irq.value)
+        cycles = int(dut.cycle.value) - start_cycle
+        await RisingEdge(self.clk)
+        reply = {"done": done, "cycles": cycles}
+        if not done:
+            reply["report"] = await self.report()
+        return reply
+
+    async def report(self) -> dict:
+        """What each engine was doing when the watchdog fired."""
+        from vta.driver import regs
+
+        dut = self.dut
+
+        def idx(sig) -> int | None:
+            v = int(sig.value)
+            return None if v == 0xFFFFFFFF else v
+
+        engines = {}
+        for m in ("load", "compute", "store"):
+            started, retired = idx(getattr(dut, f"{m}_started")), idx(getattr(dut, f"{m}_retired"))
+            busy = started is not None and started != retired
+            engines[m] = {"started": started, "retired": retired, "busy": busy}
+        values = {}
+        for name in ("STATUS", "FETCH_INDEX", "TOKENS"):
+            values[name] = (await self.read32(regs.offset(name)))[0]
+        for m in ("load", "compute", "store"):
+            values[f"{m}_insns"] = (await self.read32(regs.offset(f"{m.upper()}_INSNS")))[0]
+        return {"cycle": int(dut.cycle.value), "idle_cycles": int(dut.idle_cycles.value),
+                "last_dispatch": idx(dut.last_fetch), "engines": engines, "registers": values}
+
+    def info(self) -> dict:
+        dut = self.dut
+        return {"cycle": int(dut.cycle.value),
+                "dram_protocol_errors": int(dut.dram_protocol_errors.value),
+                "dram_read_beats": int(dut.dram_read_beats.value),
+                "dram_write_beats": int(dut.dram_write_beats.value),
+                "trace_file": self.trace_file}
+
+
+_XZ_TO_ZERO = bytes.maketrans(b"xXzZ", b"0000")
+
+
+@cocotb.test()
+async def serve(dut):
+    """Serve the host's requests until it says quit or closes the socket."""
+    link = Link(int(os.environ["VTA_HARNESS_FD"]))
+    h = Harness(dut)
+    await h.start()
+    link.send({"ok": True, "ready": True, **h.info()})
+    while True:
+        try:
+            req, payload = link.recv()
+        except LinkClosed:
+            return
+        op = req.get("op")
+        out: dict = {"ok": True}
+        data = b""
+        try:
+            if op == "read32":
+                out["value"], out["resp"] = await h.read32(req["offset"])
+            elif op == "write32":
+                out["resp"] = await h.write32(req["offset"], req["value"])
+            elif op == "mem_write":
+                await h.mem_write(req["addr"], payload)
+            elif op == "mem_read":
+                data = await h.mem_read(req["addr"], req["nbytes"])
+            elif op == "run":
+                out.update(await h.run(req.get("watchdog", 0)))
+            elif op == "trace":
+                dut.trace_en.value = 1 if req.get("on") else 0
+                await RisingEdge(h.clk)
+            elif op == "reset":
+                await h.reset(req.get("cycles", 8))
+            elif op == "info":
+                out.update(h.info())
+            elif op == "quit":
+                link.send(out)
+                return
+            else:
+                raise ValueError(f"unknown request {op!r}")
+        except (ValueError, TimeoutError, RuntimeError, KeyError) as exc:
+            out = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
+                   "traceback": traceback.format_exc(limit=4)}
+            data = b""
+        link.send(out, data)

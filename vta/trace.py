@@ -1,0 +1,183 @@
+"""The one per-instruction trace format, written by the golden model and the RTL monitor.
+
+One line per retired instruction, tab-separated, so that ``diff`` works and the
+CLI reads either::
+
+    # cycle  module  index  raw                               disassembly                 tokens
+    1042     load    3      0000...0100000000010000000000009  LOAD INP sram_base=... ...  pop=g2l push=l2g
+
+=========== ==============================================================
+column      meaning
+=========== ==============================================================
+cycle       clock cycle (since reset) at which the engine retired the
+            instruction; ``-`` for the golden model, which has no clock
+module      ``load``, ``compute`` or ``store``
+index       the instruction's index in the stream
+raw         the 128-bit instruction word, 32 hex digits, most significant
+            first (the 16 stream bytes read as a little-endian integer)
+disassembly :func:`vta.isa.disassemble` of the instruction
+tokens      ``pop=<queues> push=<queues>`` (comma-separated queue names,
+            ``-`` for none): the tokens the instruction took before it
+            started and pushed when it retired
+=========== ==============================================================
+
+Lines starting with ``#`` are comments.  :func:`normalise` drops the cycles
+and orders by index, so a golden trace and an RTL trace of the same program
+compare equal exactly when every engine retired the same instructions with
+the same token effects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .config import Config
+from .isa import DEP_FLAGS, INSN_BYTES, Insn, decode_word, disassemble, encode
+
+#: Queue popped / pushed per (engine, dependency flag); the same tables as the golden model's.
+POP_QUEUE = {
+    ("load", "pop_next_dep"): "g2l",
+    ("compute", "pop_prev_dep"): "l2g",
+    ("compute", "pop_next_dep"): "s2g",
+    ("store", "pop_prev_dep"): "g2s",
+}
+PUSH_QUEUE = {
+    ("load", "push_next_dep"): "l2g",
+    ("compute", "push_prev_dep"): "g2l",
+    ("compute", "push_next_dep"): "g2s",
+    ("store", "push_prev_dep"): "s2g",
+}
+MODULES = ("load", "compute", "store")
+HEADER = "# cycle\tmodule\tindex\traw\tdisassembly\ttokens"
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """One retired instruction.
+
+    Attributes
+    ----------
+    cycle : int or None
+        Retire cycle (``None`` on the golden model).
+    module : str
+        ``"load"``, ``"compute"`` or ``"store"``.
+    index : int
+        Index in the instruction stream.
+    raw : int
+        The 128-bit instruction word.
+    text : str
+        Disassembly.
+    popped, pushed : tuple of str
+        Token queues popped before the instruction and pushed after it.
+    """
+
+    cycle: int | None
+    module: str
+    index: int
+    raw: int
+    text: str
+    popped: tuple[str, ...] = ()
+    pushed: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        """The record as one line of the trace format (no newline)."""
+        cycle = "-" if self.cycle is None else str(self.cycle)
+        tokens = f"pop={','.join(self.popped) or '-'} push={','.join(self.pushed) or '-'}"
+        return f"{cycle}\t{self.module}\t{self.index}\t{self.raw:032x}\t{self.text}\t{tokens}"
+
+
+def token_effects(module: str, insn: Insn) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(popped, pushed) queues of ``insn`` executed by engine ``module``."""
+    flags = {f: getattr(insn, f, 0) for f in DEP_FLAGS}
+    popped = tuple(POP_QUEUE[(module, f)] for f in ("pop_prev_dep", "pop_next_dep")
+                   if flags[f] and (module, f) in POP_QUEUE)
+    pushed = tuple(PUSH_QUEUE[(module, f)] for f in ("push_prev_dep", "push_next_dep")
+                   if flags[f] and (module, f) in PUSH_QUEUE)
+    return popped, pushed
+
+
+def record(cycle: int | None, module: str, index: int, raw: int, cfg: Config) -> TraceRecord:
+    """A record for instruction word ``raw`` retired by ``module``."""
+    if module not in MODULES:
+        raise ValueError(f"module must be one of {', '.join(MODULES)}, not {module!r}")
+    insn = decode_word(raw, cfg)
+    popped, pushed = token_effects(module, insn)
+    return TraceRecord(cycle, module, index, raw, disassemble(insn), popped, pushed)
+
+
+def from_golden(events: Iterable, cfg: Config) -> list[TraceRecord]:
+    """Records of :class:`vta.golden.TraceEvent` objects, in the order given."""
+    out = []
+    for ev in events:
+        raw = int.from_bytes(encode(ev.insn, cfg), "little")
+        out.append(TraceRecord(None, ev.module, ev.index, raw, disassemble(ev.insn),
+                               tuple(ev.popped), tuple(ev.pushed)))
+    return out
+
+
+def from_monitor(lines: Iterable[str], stream: bytes, cfg: Config) -> list[TraceRecord]:
+    """Records from the testbench monitor's ``<cycle> <module> <index> <event>`` lines.
+
+    ``stream`` holds the run's instruction bytes (index 0 first).  Only
+    ``retire`` events become records; dispatch and start events are dropped.
+    """
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 4 or parts[3] != "retire":
+            continue
+        cycle, module, index = int(parts[0]), parts[1], int(parts[2])
+        word = stream[index * INSN_BYTES:(index + 1) * INSN_BYTES]
+        if len(word) != INSN_BYTES:
+            raise ValueError(f"trace names instruction {index}, beyond the "
+                             f"{len(stream) // INSN_BYTES}-instruction stream")
+        out.append(record(cycle, module, index, int.from_bytes(word, "little"), cfg))
+    return out
+
+
+def format_trace(records: Iterable[TraceRecord], header: bool = True) -> str:
+    """Records as text, one line each (with the comment header unless ``header`` is false)."""
+    lines = [HEADER] if header else []
+    lines += [r.line() for r in records]
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def parse_line(line: str) -> TraceRecord | None:
+    """One record from a line of the trace format; ``None`` for blank and comment lines."""
+    text = line.rstrip("\n")
+    if not text.strip() or text.lstrip().startswith("#"):
+        return None
+    parts = text.split("\t")
+    if len(parts) != 6:
+        raise ValueError(f"trace line must have 6 tab-separated columns, not {len(parts)}: "
+                         f"{text!r}")
+    cycle_s, module, index_s, raw_s, disasm, tokens = parts
+    pops, pushes = (), ()
+    for item in tokens.split():
+        key, _, value = item.partition("=")
+        queues = () if value in ("", "-") else tuple(value.split(","))
+        if key == "pop":
+            pops = queues
+        elif key == "push":
+            pushes = queues
+        else:
+            raise ValueError(f"token column must read 'pop=... push=...', not {tokens!r}")
+    return TraceRecord(None if cycle_s == "-" else int(cycle_s), module, int(index_s),
+                       int(raw_s, 16), disasm, pops, pushes)
+
+
+def read_trace(path: str | Path) -> list[TraceRecord]:
+    """Every record of a trace file."""
+    out = []
+    for line in Path(path).read_text().splitlines():
+        rec = parse_line(line)
+        if rec is not None:
+            out.append(rec)
+    return out
+
+
+def normalise(records: Iterable[TraceRecord]) -> list[TraceRecord]:
+    """Records without cycles, ordered by instruction index (for comparing traces)."""
+    return sorted((replace(r, cycle=None) for r in records), key=lambda r: r.index)
