@@ -1,0 +1,177 @@
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * vta_dma_wr: the write half of the DRAM master (its one client is the store
+ * engine).  A (beat-aligned byte address, beat count) request is cut into
+ * AXI4 INCR bursts of at most 256 beats that never cross a 4 KiB boundary;
+ * each burst's address goes out first, then its beats from the client data
+ * stream (bytes enabled by the client's strobes), WLAST on the last.  Write
+ * responses are counted: `idle` is high only when every burst has its B, so
+ * the store engine retires an instruction only once its data is in DRAM.
+ *
+ * `halt` drops the bursts not yet started; a burst already announced on AW
+ * is completed with WSTRB = 0, so it changes no memory.
+ */
+module vta_dma_wr #(
+    // AXI address width.
+    parameter ADDR_WIDTH = 32,
+    // AXI ID width (AWID is 0).
+    parameter ID_WIDTH = 4,
+    // log2 of the data-bus width in bits (6..9).
+    parameter LOG_BUS_WIDTH = 6,
+    // Bits of a request's beat count.
+    parameter BEATS_WIDTH = 40
+) (
+    input  wire                        clk,
+    input  wire                        rst,
+    input  wire                        halt,
+    output wire                        idle,
+
+    input  wire                        req_valid,
+    output wire                        req_ready,
+    input  wire [ADDR_WIDTH-1:0]       req_addr,
+    input  wire [BEATS_WIDTH-1:0]      req_beats,
+
+    input  wire                        wr_valid,
+    output wire                        wr_ready,
+    input  wire [(1<<LOG_BUS_WIDTH)-1:0]     wr_data,
+    input  wire [(1<<(LOG_BUS_WIDTH-3))-1:0] wr_strb,
+
+    output wire [ID_WIDTH-1:0]         m_axi_awid,
+    output wire [ADDR_WIDTH-1:0]       m_axi_awaddr,
+    output wire [7:0]                  m_axi_awlen,
+    output wire [2:0]                  m_axi_awsize,
+    output wire [1:0]                  m_axi_awburst,
+    output wire                        m_axi_awlock,
+    output wire [3:0]                  m_axi_awcache,
+    output wire [2:0]                  m_axi_awprot,
+    output wire                        m_axi_awvalid,
+    input  wire                        m_axi_awready,
+    output wire [(1<<LOG_BUS_WIDTH)-1:0]     m_axi_wdata,
+    output wire [(1<<(LOG_BUS_WIDTH-3))-1:0] m_axi_wstrb,
+    output wire                        m_axi_wlast,
+    output wire                        m_axi_wvalid,
+    input  wire                        m_axi_wready,
+    input  wire [ID_WIDTH-1:0]         m_axi_bid,
+    input  wire [1:0]                  m_axi_bresp,
+    input  wire                        m_axi_bvalid,
+    output wire                        m_axi_bready
+);
+
+localparam LOG_BUS_BYTES = LOG_BUS_WIDTH - 3;
+localparam integer SW = 1 << LOG_BUS_BYTES;
+localparam PAGE_BEATS = 4096 >> LOG_BUS_BYTES;
+
+initial begin
+    if (LOG_BUS_WIDTH < 6 || LOG_BUS_WIDTH > 9) begin
+        $display("%m: LOG_BUS_WIDTH must be in 6..9, not %0d", LOG_BUS_WIDTH);
+        $finish;
+    end
+end
+
+reg                   active_reg, active_next;
+reg [ADDR_WIDTH-1:0]  addr_reg, addr_next;
+reg [BEATS_WIDTH-1:0] rem_reg, rem_next;
+reg                   aw_valid_reg, aw_valid_next;
+reg [ADDR_WIDTH-1:0]  aw_addr_reg, aw_addr_next;
+reg [7:0]             aw_len_reg, aw_len_next;
+// beats owed on W for the announced burst
+reg [8:0]             w_rem_reg, w_rem_next;
+// bursts waiting for their response
+reg [15:0]            b_owed_reg, b_owed_next;
+
+assign req_ready = !active_reg && !halt;
+assign idle = !active_reg && !aw_valid_reg && w_rem_reg == 9'd0 && b_owed_reg == 16'd0;
+
+assign m_axi_awid = {ID_WIDTH{1'b0}};
+assign m_axi_awaddr = aw_addr_reg;
+assign m_axi_awlen = aw_len_reg;
+assign m_axi_awsize = LOG_BUS_BYTES[2:0];
+assign m_axi_awburst = 2'b01;
+assign m_axi_awlock = 1'b0;
+assign m_axi_awcache = 4'b0011;
+assign m_axi_awprot = 3'b000;
+assign m_axi_awvalid = aw_valid_reg;
+
+wire w_owed = w_rem_reg != 9'd0;
+assign m_axi_wvalid = w_owed && (halt || wr_valid);
+assign m_axi_wdata = wr_data;
+assign m_axi_wstrb = halt ? {SW{1'b0}} : wr_strb;
+assign m_axi_wlast = w_rem_reg == 9'd1;
+assign wr_ready = w_owed && !halt && m_axi_wready;
+assign m_axi_bready = 1'b1;
+
+wire [12:0] to_page = PAGE_BEATS[12:0] - {1'b0, addr_reg[11:0] >> LOG_BUS_BYTES};
+reg  [12:0] burst;
+always @* begin
+    burst = to_page;
+    if (burst > 13'd256) begin
+        burst = 13'd256;
+    end
+    if (rem_reg < {{(BEATS_WIDTH-13){1'b0}}, burst}) begin
+        burst = rem_reg[12:0];
+    end
+end
+
+wire aw_load = active_reg && !halt && !w_owed && (!aw_valid_reg || m_axi_awready);
+
+always @* begin
+    active_next = active_reg;
+    addr_next = addr_reg;
+    rem_next = rem_reg;
+    aw_valid_next = aw_valid_reg;
+    aw_addr_next = aw_addr_reg;
+    aw_len_next = aw_len_reg;
+    w_rem_next = w_rem_reg;
+    b_owed_next = b_owed_reg;
+
+    if (m_axi_awready) begin
+        aw_valid_next = 1'b0;
+    end
+    if (req_valid && req_ready && req_beats != {BEATS_WIDTH{1'b0}}) begin
+        active_next = 1'b1;
+        addr_next = req_addr;
+        rem_next = req_beats;
+    end
+    if (m_axi_wvalid && m_axi_wready) begin
+        w_rem_next = w_rem_reg - 9'd1;
+    end
+    if (aw_load) begin
+        aw_valid_next = 1'b1;
+        aw_addr_next = addr_reg;
+        aw_len_next = burst[7:0] - 8'd1;
+        w_rem_next = burst[8:0];
+        addr_next = addr_reg + ({{(ADDR_WIDTH-13){1'b0}}, burst} << LOG_BUS_BYTES);
+        rem_next = rem_reg - {{(BEATS_WIDTH-13){1'b0}}, burst};
+        if (rem_reg == {{(BEATS_WIDTH-13){1'b0}}, burst}) begin
+            active_next = 1'b0;
+        end
+    end
+    b_owed_next = b_owed_reg + {15'd0, aw_load} - {15'd0, m_axi_bvalid};
+    if (halt) begin
+        active_next = 1'b0;
+    end
+end
+
+always @(posedge clk) begin
+    active_reg <= active_next;
+    addr_reg <= addr_next;
+    rem_reg <= rem_next;
+    aw_valid_reg <= aw_valid_next;
+    aw_addr_reg <= aw_addr_next;
+    aw_len_reg <= aw_len_next;
+    w_rem_reg <= w_rem_next;
+    b_owed_reg <= b_owed_next;
+    if (rst) begin
+        active_reg <= 1'b0;
+        aw_valid_reg <= 1'b0;
+        w_rem_reg <= 9'd0;
+        b_owed_reg <= 16'd0;
+    end
+end
+
+endmodule
+
+`resetall

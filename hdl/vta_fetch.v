@@ -1,0 +1,241 @@
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * vta_fetch: reads INSN_COUNT 128-bit instructions from INSN_ADDR through
+ * one DMA read stream and dispatches each, in order, to the command queue of
+ * its engine (vta-reference 3.8): STORE -> store; LOAD of INP or WGT ->
+ * load; every other LOAD, GEMM, ALU and FINISH -> compute.  An undefined
+ * opcode (5..7) is a BAD_OPCODE fault at that index, and nothing from it on
+ * is dispatched.  A stream reaching beyond MEM_SIZE is a DRAM_RANGE fault
+ * before anything is read (ERR_INDEX = 0xFFFFFFFF, as the golden model has
+ * no index for it).  INSN_ADDR is taken as 16-byte aligned (bits 3:0 ignored).
+ *
+ * Reads go out in chunks of up to CHUNK instructions, only while every
+ * command queue has room for all instructions requested and not yet
+ * dispatched, so returning data never waits on an engine (the shared read
+ * channel cannot block on a full queue).  Queue entries are {index, insn}.
+ */
+module vta_fetch #(
+    // log2 of the DRAM data-bus width in bits
+    parameter LOG_BUS_WIDTH = 6,
+    // AXI address width
+    parameter ADDR_WIDTH = 32,
+    // bits of a DMA beat count
+    parameter BEATS_WIDTH = 40,
+    // log2 of the command-queue depth
+    parameter LOG_QUEUE_DEPTH = 9,
+    // instructions per read request
+    parameter CHUNK = 16,
+    // device-memory bytes (DRAM range check)
+    parameter [63:0] MEM_SIZE = 64'h10000000
+) (
+    input  wire                  clk,
+    input  wire                  rst,
+    input  wire                  start,
+    input  wire                  halt,
+    input  wire [63:0]           insn_addr,
+    input  wire [31:0]           insn_count,
+
+    // DMA read client
+    output wire                  dma_req_valid,
+    input  wire                  dma_req_ready,
+    output wire [ADDR_WIDTH-1:0] dma_req_addr,
+    output wire [BEATS_WIDTH-1:0] dma_req_beats,
+    input  wire                  dma_rd_valid,
+    output wire                  dma_rd_ready,
+    input  wire [(1<<LOG_BUS_WIDTH)-1:0] dma_rd_data,
+
+    // command queues: {index, instruction}, and their occupancy
+    output wire                  ld_valid,
+    input  wire                  ld_ready,
+    input  wire [LOG_QUEUE_DEPTH+1:0] ld_count,
+    output wire                  cmp_valid,
+    input  wire                  cmp_ready,
+    input  wire [LOG_QUEUE_DEPTH+1:0] cmp_count,
+    output wire                  st_valid,
+    input  wire                  st_ready,
+    input  wire [LOG_QUEUE_DEPTH+1:0] st_count,
+    output wire [159:0]          cmd_data,
+
+    // faults, trace, status
+    output reg                   err,
+    output reg  [7:0]            err_code,
+    output reg  [31:0]           err_index,
+    output wire                  evt_valid,
+    output wire [31:0]           evt_index,
+    output wire [31:0]           dispatched,
+    output wire                  done,
+    output wire                  quiet
+);
+
+`include "vta_regs.vh"
+`include "vta_isa.vh"
+
+localparam integer DEPTH = 1 << LOG_QUEUE_DEPTH;
+localparam QW = LOG_QUEUE_DEPTH + 2;
+
+initial begin
+    if (CHUNK < 1 || CHUNK > DEPTH) begin
+        $display("%m: CHUNK (%0d) must be in 1..%0d", CHUNK, DEPTH);
+        $finish;
+    end
+end
+
+localparam STATE_IDLE  = 2'd0;
+localparam STATE_CHECK = 2'd1;
+localparam STATE_RUN   = 2'd2;
+
+reg [1:0]  state_reg, state_next;
+reg [31:0] requested_reg, requested_next;
+reg [31:0] dispatched_reg, dispatched_next;
+reg        done_reg, done_next;
+
+// ------------------------------------------------------------ requests
+wire [63:0] base = {insn_addr[63:4], 4'd0};
+wire [63:0] req_byte = base + {28'd0, requested_reg, 4'd0};
+wire [31:0] remaining = insn_count - requested_reg;
+wire [31:0] req_n = (remaining < CHUNK) ? remaining : CHUNK;
+wire [31:0] outstanding = requested_reg - dispatched_reg;
+
+wire [QW-1:0] free_ld = (ld_count >= DEPTH) ? {QW{1'b0}} : DEPTH[QW-1:0] - ld_count;
+wire [QW-1:0] free_cmp = (cmp_count >= DEPTH) ? {QW{1'b0}} : DEPTH[QW-1:0] - cmp_count;
+wire [QW-1:0] free_st = (st_count >= DEPTH) ? {QW{1'b0}} : DEPTH[QW-1:0] - st_count;
+wire [QW-1:0] free_min_a = (free_ld < free_cmp) ? free_ld : free_cmp;
+wire [QW-1:0] free_min = (free_st < free_min_a) ? free_st : free_min_a;
+wire room = {{(32-QW){1'b0}}, free_min} >= outstanding + req_n;
+
+// ------------------------------------------------------------ element stream
+wire         req_valid = state_reg == STATE_RUN && remaining != 32'd0 && room;
+wire         req_ready;
+wire         insn_valid;
+wire         insn_ready;
+wire [127:0] insn;
+
+vta_dma_rd_port #(
+    .LOG_ELEM_BYTES(4),
+    .LOG_BUS_WIDTH(LOG_BUS_WIDTH),
+    .ADDR_WIDTH(ADDR_WIDTH),
+    .BEATS_WIDTH(BEATS_WIDTH)
+) port (
+    .clk(clk),
+    .rst(rst),
+    .halt(halt),
+    .req_valid(req_valid),
+    .req_ready(req_ready),
+    .req_addr(req_byte[ADDR_WIDTH-1:0]),
+    .req_n(req_n),
+    .dma_req_valid(dma_req_valid),
+    .dma_req_ready(dma_req_ready),
+    .dma_req_addr(dma_req_addr),
+    .dma_req_beats(dma_req_beats),
+    .beat_valid(dma_rd_valid),
+    .beat_ready(dma_rd_ready),
+    .beat_data(dma_rd_data),
+    .elem_valid(insn_valid),
+    .elem_ready(insn_ready),
+    .elem_data(insn)
+);
+
+// ------------------------------------------------------------ dispatch
+wire [2:0] opcode = insn[2:0];
+wire [2:0] mem_type = insn[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
+wire to_st = opcode == `VTA_OPCODE_STORE;
+wire to_ld = opcode == `VTA_OPCODE_LOAD && (mem_type == `VTA_MEM_INP || mem_type == `VTA_MEM_WGT);
+wire to_cmp = !to_st && !to_ld;
+wire bad_op = opcode > `VTA_OPCODE_ALU;
+wire running = state_reg == STATE_RUN;
+wire target_ready = to_st ? st_ready : to_ld ? ld_ready : cmp_ready;
+
+assign insn_ready = running && !bad_op && target_ready;
+wire dispatch = insn_valid && insn_ready;
+assign ld_valid = running && insn_valid && !bad_op && to_ld;
+assign cmp_valid = running && insn_valid && !bad_op && to_cmp;
+assign st_valid = running && insn_valid && !bad_op && to_st;
+assign cmd_data = {dispatched_reg, insn};
+
+assign evt_valid = dispatch;
+assign evt_index = dispatched_reg;
+assign dispatched = dispatched_reg;
+assign done = done_reg;
+assign quiet = !running || (outstanding == 32'd0 && !req_valid);
+
+wire [64:0] stream_end = {1'b0, base} + {29'd0, insn_count, 4'd0};
+
+always @* begin
+    state_next = state_reg;
+    requested_next = requested_reg;
+    dispatched_next = dispatched_reg;
+    done_next = done_reg;
+    err = 1'b0;
+    err_code = `VTA_ERR_NONE;
+    err_index = dispatched_reg;
+
+    case (state_reg)
+        STATE_IDLE: begin
+            // waits for START
+            if (start) begin
+                requested_next = 32'd0;
+                dispatched_next = 32'd0;
+                done_next = 1'b0;
+                state_next = STATE_CHECK;
+            end
+        end
+        STATE_CHECK: begin
+            // the whole stream must lie in device memory
+            if (stream_end > {1'b0, MEM_SIZE}) begin
+                err = 1'b1;
+                err_code = `VTA_ERR_DRAM_RANGE;
+                err_index = 32'hFFFFFFFF;
+                state_next = STATE_IDLE;
+            end else if (insn_count == 32'd0) begin
+                done_next = 1'b1;
+                state_next = STATE_IDLE;
+            end else begin
+                state_next = STATE_RUN;
+            end
+        end
+        STATE_RUN: begin
+            // requests chunks, dispatches instructions
+            if (req_valid && req_ready) begin
+                requested_next = requested_reg + req_n;
+            end
+            if (insn_valid && bad_op) begin
+                err = 1'b1;
+                err_code = `VTA_ERR_BAD_OPCODE;
+                state_next = STATE_IDLE;
+            end else if (dispatch) begin
+                dispatched_next = dispatched_reg + 32'd1;
+                if (dispatched_reg == insn_count - 32'd1) begin
+                    done_next = 1'b1;
+                    state_next = STATE_IDLE;
+                end
+            end
+        end
+        default: begin
+            state_next = STATE_IDLE;
+        end
+    endcase
+
+    if (halt) begin
+        state_next = STATE_IDLE;
+    end
+end
+
+always @(posedge clk) begin
+    state_reg <= state_next;
+    requested_reg <= requested_next;
+    dispatched_reg <= dispatched_next;
+    done_reg <= done_next;
+    if (rst) begin
+        state_reg <= STATE_IDLE;
+        requested_reg <= 32'd0;
+        dispatched_reg <= 32'd0;
+        done_reg <= 1'b0;
+    end
+end
+
+endmodule
+
+`resetall

@@ -1,0 +1,202 @@
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * vta_loader: the 2-D LOAD sequencer shared by the load engine (INP, WGT) and
+ * the compute engine (UOP, ACC, ACC_8BIT).  For one LOAD with x_size > 0 it
+ *
+ *   1. checks the SRAM range (sram_base + x_total * y_total <= depth) and
+ *      then the DRAM range (last element byte <= MEM_SIZE), as the golden
+ *      model does, and reports SRAM_RANGE or DRAM_RANGE without moving data;
+ *   2. requests the DRAM rows from the element stream selected outside
+ *      (one request per row, or one for the whole block when the rows are
+ *      contiguous);
+ *   3. writes x_total * y_total consecutive SRAM entries from sram_base:
+ *      y_pad_0 zero rows, then per data row x_pad_0 zeros, x_size elements
+ *      and x_pad_1 zeros, then y_pad_1 zero rows (vta-reference 3.2).
+ *
+ * The element size and the SRAM depth are run-time inputs (log2), so one
+ * sequencer serves several memory types; the data path stays outside: wr_pad
+ * says "write zero", otherwise the entry is the element being handed over.
+ */
+module vta_loader #(
+    // AXI address width.
+    parameter ADDR_WIDTH = 32,
+    // Device-memory bytes; an access beyond is DRAM_RANGE.
+    parameter [63:0] MEM_SIZE = 64'h10000000
+) (
+    input  wire                  clk,
+    input  wire                  rst,
+    input  wire                  halt,
+
+    // one LOAD (fields held stable while busy)
+    input  wire                  start,
+    input  wire [15:0]           sram_base,
+    input  wire [31:0]           dram_base,
+    input  wire [15:0]           y_size,
+    input  wire [15:0]           x_size,
+    input  wire [15:0]           x_stride,
+    input  wire [3:0]            y_pad_0,
+    input  wire [3:0]            y_pad_1,
+    input  wire [3:0]            x_pad_0,
+    input  wire [3:0]            x_pad_1,
+    input  wire [3:0]            log_elem_bytes,
+    input  wire [4:0]            log_depth,
+    output wire                  busy,
+    output reg                   done,
+    output reg                   err,
+    output reg  [7:0]            err_code,
+
+    // element requests to the selected stream
+    output wire                  req_valid,
+    input  wire                  req_ready,
+    output wire [ADDR_WIDTH-1:0] req_addr,
+    output wire [31:0]           req_n,
+
+    // elements of the selected stream
+    input  wire                  data_valid,
+    output wire                  data_ready,
+
+    // SRAM writes
+    output wire                  wr_en,
+    output wire [15:0]           wr_idx,
+    output wire                  wr_pad
+);
+
+`include "vta_regs.vh"
+
+localparam STATE_IDLE  = 2'd0;
+localparam STATE_CHECK = 2'd1;
+localparam STATE_RUN   = 2'd2;
+
+reg [1:0]  state_reg, state_next;
+// request generator
+reg        rq_active_reg, rq_active_next;
+reg [15:0] rq_rows_reg, rq_rows_next;
+reg [33:0] rq_elem_reg, rq_elem_next;
+// writer
+reg [16:0] wy_reg, wy_next;
+reg [16:0] wx_reg, wx_next;
+reg [15:0] widx_reg, widx_next;
+
+wire [16:0] x_total = {13'd0, x_pad_0} + {1'b0, x_size} + {13'd0, x_pad_1};
+wire [16:0] y_total = {13'd0, y_pad_0} + {1'b0, y_size} + {13'd0, y_pad_1};
+wire [33:0] area = {17'd0, x_total} * {17'd0, y_total};
+wire [34:0] sram_end = {19'd0, sram_base} + {1'b0, area};
+wire [34:0] depth = 35'd1 << log_depth;
+wire [15:0] y_minus_1 = y_size - 16'd1;
+wire [31:0] rows_span = (y_size == 16'd0) ? 32'd0 : {16'd0, y_minus_1} * {16'd0, x_stride};
+wire [33:0] dram_end_elem = (y_size == 16'd0) ? {2'b0, dram_base}
+                           : {2'b0, dram_base} + {2'b0, rows_span} + {18'd0, x_size};
+wire [63:0] dram_end = {30'd0, dram_end_elem} << log_elem_bytes;
+
+wire merged = (y_size == 16'd1) || (x_stride == x_size);
+wire [63:0] rq_byte = {30'd0, rq_elem_reg} << log_elem_bytes;
+
+assign busy = state_reg != STATE_IDLE;
+assign req_valid = state_reg == STATE_RUN && rq_active_reg;
+assign req_addr = rq_byte[ADDR_WIDTH-1:0];
+wire [31:0] block_n = {16'd0, x_size} * {16'd0, y_size};
+assign req_n = merged ? block_n : {16'd0, x_size};
+
+wire in_rows = wy_reg >= {13'd0, y_pad_0} && wy_reg < {13'd0, y_pad_0} + {1'b0, y_size};
+wire in_cols = wx_reg >= {13'd0, x_pad_0} && wx_reg < {13'd0, x_pad_0} + {1'b0, x_size};
+assign wr_pad = !(in_rows && in_cols);
+assign data_ready = state_reg == STATE_RUN && !wr_pad;
+assign wr_en = state_reg == STATE_RUN && (wr_pad || data_valid);
+assign wr_idx = widx_reg;
+
+wire last_x = wx_reg == x_total - 17'd1;
+wire last_y = wy_reg == y_total - 17'd1;
+
+always @* begin
+    state_next = state_reg;
+    rq_active_next = rq_active_reg;
+    rq_rows_next = rq_rows_reg;
+    rq_elem_next = rq_elem_reg;
+    wy_next = wy_reg;
+    wx_next = wx_reg;
+    widx_next = widx_reg;
+    done = 1'b0;
+    err = 1'b0;
+    err_code = `VTA_ERR_NONE;
+
+    case (state_reg)
+        STATE_IDLE: begin
+            // waits for a LOAD
+            if (start) begin
+                state_next = STATE_CHECK;
+            end
+        end
+        STATE_CHECK: begin
+            // range checks, one cycle
+            wy_next = 17'd0;
+            wx_next = 17'd0;
+            widx_next = sram_base;
+            rq_elem_next = {2'b0, dram_base};
+            rq_rows_next = merged ? 16'd1 : y_size;
+            rq_active_next = y_size != 16'd0;
+            if (sram_end > depth) begin
+                err = 1'b1;
+                err_code = `VTA_ERR_SRAM_RANGE;
+                state_next = STATE_IDLE;
+            end else if (dram_end > MEM_SIZE) begin
+                err = 1'b1;
+                err_code = `VTA_ERR_DRAM_RANGE;
+                state_next = STATE_IDLE;
+            end else begin
+                state_next = STATE_RUN;
+            end
+        end
+        STATE_RUN: begin
+            // requests rows and writes every entry
+            if (req_valid && req_ready) begin
+                rq_elem_next = rq_elem_reg + {18'd0, x_stride};
+                rq_rows_next = rq_rows_reg - 16'd1;
+                if (rq_rows_reg == 16'd1) begin
+                    rq_active_next = 1'b0;
+                end
+            end
+            if (wr_en) begin
+                widx_next = widx_reg + 16'd1;
+                wx_next = wx_reg + 17'd1;
+                if (last_x) begin
+                    wx_next = 17'd0;
+                    wy_next = wy_reg + 17'd1;
+                    if (last_y) begin
+                        done = 1'b1;
+                        state_next = STATE_IDLE;
+                    end
+                end
+            end
+        end
+        default: begin
+            state_next = STATE_IDLE;
+        end
+    endcase
+
+    if (halt) begin
+        state_next = STATE_IDLE;
+        done = 1'b0;
+        err = 1'b0;
+    end
+end
+
+always @(posedge clk) begin
+    state_reg <= state_next;
+    rq_active_reg <= rq_active_next;
+    rq_rows_reg <= rq_rows_next;
+    rq_elem_reg <= rq_elem_next;
+    wy_reg <= wy_next;
+    wx_reg <= wx_next;
+    widx_reg <= widx_next;
+    if (rst) begin
+        state_reg <= STATE_IDLE;
+        rq_active_reg <= 1'b0;
+    end
+end
+
+endmodule
+
+`resetall

@@ -1,0 +1,410 @@
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * vta_store: the store engine.  Executes, in order, the STORE instructions:
+ * takes the g2s token when pop_prev_dep is set, copies x_size * y_size
+ * consecutive OUT entries from sram_base to DRAM rows of x_size elements
+ * x_stride elements apart (one write request per row, or one for the whole
+ * block when the rows are contiguous), waits until every write response is
+ * back, and pushes an s2g token when push_prev_dep is set.
+ *
+ * Faults, checked before any token is taken (flags) or any byte is written
+ * (the rest), in the golden model's order: *_next flags -> BAD_DEP_FLAG;
+ * x_size == 0 is a no-op; memory_type != OUT -> BAD_MEMORY_TYPE; a non-zero
+ * pad -> STORE_PAD; OUT range -> SRAM_RANGE; DRAM range -> DRAM_RANGE.
+ *
+ * OUT elements narrower than the bus are packed into beats with byte strobes
+ * (a row may start and end in the middle of a beat); wider ones are split
+ * into several full beats.
+ */
+module vta_store #(
+    // log2 of the OUT element width in bits (= LOG_INP_WIDTH)
+    parameter LOG_OUT_WIDTH = 3,
+    // GEMM core shape: BATCH x BLOCK x BLOCK
+    parameter LOG_BATCH = 0,
+    parameter LOG_BLOCK = 4,
+    // log2 of the OUT scratchpad size in bytes
+    parameter LOG_OUT_BUFF_SIZE = 15,
+    // log2 of the DRAM data-bus width in bits
+    parameter LOG_BUS_WIDTH = 6,
+    // AXI address width
+    parameter ADDR_WIDTH = 32,
+    // bits of a DMA beat count
+    parameter BEATS_WIDTH = 40,
+    // device-memory bytes (DRAM range check)
+    parameter [63:0] MEM_SIZE = 64'h10000000
+) (
+    input  wire                  clk,
+    input  wire                  rst,
+    input  wire                  run,
+    input  wire                  halt,
+
+    // command queue: {index, instruction}
+    input  wire                  cmd_valid,
+    output wire                  cmd_ready,
+    input  wire [159:0]          cmd_data,
+
+    // tokens
+    input  wire                  g2s_nonempty,
+    output reg                   g2s_pop,
+    input  wire                  s2g_full,
+    output reg                   s2g_push,
+
+    // OUT scratchpad read port
+    output wire                  out_re,
+    output wire [LOG_OUT_BUFF_SIZE-(LOG_BATCH+LOG_BLOCK+LOG_OUT_WIDTH-3)-1:0] out_raddr,
+    input  wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_OUT_WIDTH))-1:0] out_rdata,
+
+    // DMA write client
+    output wire                  dma_req_valid,
+    input  wire                  dma_req_ready,
+    output wire [ADDR_WIDTH-1:0] dma_req_addr,
+    output wire [BEATS_WIDTH-1:0] dma_req_beats,
+    output wire                  dma_wr_valid,
+    input  wire                  dma_wr_ready,
+    output wire [(1<<LOG_BUS_WIDTH)-1:0]     dma_wr_data,
+    output wire [(1<<(LOG_BUS_WIDTH-3))-1:0] dma_wr_strb,
+    input  wire                  dma_idle,
+
+    // faults, trace, status
+    output reg                   err,
+    output reg  [7:0]            err_code,
+    output wire [31:0]           index,
+    output reg                   evt_start,
+    output reg                   evt_retire,
+    output wire                  idle,
+    output wire                  stall,
+    output wire                  busy,
+    output reg  [31:0]           out_bytes
+);
+
+`include "vta_regs.vh"
+`include "vta_isa.vh"
+
+localparam LOG_EB = LOG_BATCH + LOG_BLOCK + LOG_OUT_WIDTH - 3;
+localparam LOG_DEPTH = LOG_OUT_BUFF_SIZE - LOG_EB;
+localparam integer EW = 8 << LOG_EB;
+localparam integer DW = 1 << LOG_BUS_WIDTH;
+localparam LOG_BUS_BYTES = LOG_BUS_WIDTH - 3;
+localparam integer SW = 1 << LOG_BUS_BYTES;
+localparam NARROW = LOG_EB < LOG_BUS_BYTES;
+// elements per beat (narrow) / beats per element (wide), as logs
+localparam LOG_K = NARROW ? LOG_BUS_BYTES - LOG_EB : 0;
+localparam R_LOG = NARROW ? 0 : LOG_EB - LOG_BUS_BYTES;
+localparam integer K = 1 << LOG_K;
+localparam integer R = 1 << R_LOG;
+// bits of a lane number (at least one)
+localparam LW = NARROW ? LOG_K : 1;
+
+localparam STATE_IDLE   = 3'd0;
+localparam STATE_POP    = 3'd1;
+localparam STATE_CHECK  = 3'd2;
+localparam STATE_RUN    = 3'd3;
+localparam STATE_RETIRE = 3'd4;
+
+reg [2:0]   state_reg, state_next;
+reg [127:0] insn_reg, insn_next;
+reg [31:0]  index_reg, index_next;
+
+wire        pop_prev  = insn_reg[3];
+wire        pop_next  = insn_reg[4];
+wire        push_prev = insn_reg[5];
+wire        push_next = insn_reg[6];
+wire [2:0]  mem_type  = insn_reg[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
+wire [15:0] sram_base = insn_reg[`VTA_MEM_SRAM_BASE_LO +: `VTA_MEM_SRAM_BASE_W];
+wire [31:0] dram_base = insn_reg[`VTA_MEM_DRAM_BASE_LO +: `VTA_MEM_DRAM_BASE_W];
+wire [15:0] y_size    = insn_reg[`VTA_MEM_Y_SIZE_LO +: `VTA_MEM_Y_SIZE_W];
+wire [15:0] x_size    = insn_reg[`VTA_MEM_X_SIZE_LO +: `VTA_MEM_X_SIZE_W];
+wire [15:0] x_stride  = insn_reg[`VTA_MEM_X_STRIDE_LO +: `VTA_MEM_X_STRIDE_W];
+wire [15:0] pads      = insn_reg[`VTA_MEM_Y_PAD_0_LO +: 16];
+
+wire [31:0] total = {16'd0, x_size} * {16'd0, y_size};
+wire [32:0] sram_end = {17'd0, sram_base} + {1'b0, total};
+wire [15:0] y_minus_1 = y_size - 16'd1;
+wire [31:0] rows_span = {16'd0, y_minus_1} * {16'd0, x_stride};
+wire [33:0] dram_end_elem = (y_size == 16'd0) ? {2'b0, dram_base}
+                           : {2'b0, dram_base} + {2'b0, rows_span} + {18'd0, x_size};
+wire [63:0] dram_end = {30'd0, dram_end_elem} << LOG_EB;
+wire        merged = (y_size == 16'd1) || (x_stride == x_size);
+wire [31:0] seg_n = merged ? total : {16'd0, x_size};
+
+// ------------------------------------------------------------ requests
+reg        rq_active_reg, rq_active_next;
+reg [15:0] rq_rows_reg, rq_rows_next;
+reg [33:0] rq_elem_reg, rq_elem_next;
+
+wire [63:0] rq_byte = {30'd0, rq_elem_reg} << LOG_EB;
+wire [LW-1:0] rq_lane = NARROW ? rq_elem_reg[LW-1:0] : {LW{1'b0}};
+wire [33:0] rq_narrow_beats = ({2'b0, seg_n} + {{(34-LW){1'b0}}, rq_lane} + (K - 1)) >> LOG_K;
+assign dma_req_valid = state_reg == STATE_RUN && rq_active_reg;
+assign dma_req_addr = {rq_byte[ADDR_WIDTH-1:LOG_BUS_BYTES], {LOG_BUS_BYTES{1'b0}}};
+assign dma_req_beats = NARROW ? {{(BEATS_WIDTH-34){1'b0}}, rq_narrow_beats}
+                              : {{(BEATS_WIDTH-32){1'b0}}, seg_n} << R_LOG;
+
+// ------------------------------------------------------------ SRAM reads
+// reads are issued while the two-entry buffer has room for them
+reg [31:0] rd_cnt_reg, rd_cnt_next;      // elements read
+reg [31:0] rd_segx_reg, rd_segx_next;    // position in the current segment
+reg [33:0] rd_elem_reg, rd_elem_next;    // DRAM element of the segment start
+reg [15:0] rd_addr_reg, rd_addr_next;
+reg        p_valid_reg;                  // a read in flight
+reg [LW+1:0]    p_tag_reg;               // {first, last, lane0} of it
+reg [LW+1:0]    rd_tag;
+
+reg [EW-1:0]    b_data [0:1];
+reg [LW+1:0]    b_tag [0:1];
+reg             b_wp_reg, b_rp_reg;
+reg [1:0]       b_count_reg, b_count_next;
+
+wire rd_more = rd_cnt_reg != total;
+wire rd_issue = state_reg == STATE_RUN && rd_more
+                && ({1'b0, b_count_reg} + {2'b0, p_valid_reg}) < 3'd2;
+assign out_re = rd_issue;
+assign out_raddr = rd_addr_reg[LOG_DEPTH-1:0];
+
+always @* begin
+    rd_tag[LW+1] = rd_segx_reg == 32'd0;
+    rd_tag[LW] = rd_segx_reg == seg_n - 32'd1;
+    rd_tag[LW-1:0] = NARROW ? rd_elem_reg[LW-1:0] : {LW{1'b0}};
+end
+
+// ------------------------------------------------------------ packer
+wire          h_valid = b_count_reg != 2'd0;
+wire [EW-1:0] h_data = b_data[b_rp_reg];
+wire [LW+1:0] h_tag = b_tag[b_rp_reg];
+wire          h_first = h_tag[LW+1];
+wire          h_last = h_tag[LW];
+wire          h_take;
+reg  [31:0]   sent_reg, sent_next;       // elements packed
+
+generate
+if (NARROW) begin : pack_narrow
+    reg [DW-1:0]    beat_reg;
+    reg [SW-1:0]    strb_reg;
+    reg [LOG_K-1:0] lane_reg;
+    wire [LOG_K-1:0] cur_lane = h_first ? h_tag[LW-1:0] : lane_reg;
+    wire emit = h_last || cur_lane == K - 1;
+    wire [DW-1:0] merged_data = beat_reg | ({{(DW-EW){1'b0}}, h_data} << (cur_lane * EW));
+    wire [SW-1:0] merged_strb = strb_reg
+        | ({{(SW-(1<<LOG_EB)){1'b0}}, {(1<<LOG_EB){1'b1}}} << (cur_lane * (1 << LOG_EB)));
+    assign dma_wr_valid = h_valid && emit;
+    assign dma_wr_data = merged_data;
+    assign dma_wr_strb = merged_strb;
+    assign h_take = h_valid && (!emit || dma_wr_ready);
+    always @(posedge clk) begin
+        if (h_take) begin
+            lane_reg <= cur_lane + 1'b1;
+            if (emit) begin
+                beat_reg <= {DW{1'b0}};
+                strb_reg <= {SW{1'b0}};
+            end else begin
+                beat_reg <= merged_data;
+                strb_reg <= merged_strb;
+            end
+        end
+        if (rst || state_reg == STATE_CHECK) begin
+            beat_reg <= {DW{1'b0}};
+            strb_reg <= {SW{1'b0}};
+        end
+    end
+end else begin : pack_wide
+    reg [R_LOG:0] beat_i_reg;
+    assign dma_wr_valid = h_valid;
+    assign dma_wr_data = h_data[beat_i_reg * DW +: DW];
+    assign dma_wr_strb = {SW{1'b1}};
+    assign h_take = h_valid && dma_wr_ready && beat_i_reg == R - 1;
+    always @(posedge clk) begin
+        if (dma_wr_valid && dma_wr_ready) begin
+            beat_i_reg <= (beat_i_reg == R - 1) ? {(R_LOG+1){1'b0}} : beat_i_reg + 1'b1;
+        end
+        if (rst || state_reg == STATE_CHECK) begin
+            beat_i_reg <= {(R_LOG+1){1'b0}};
+        end
+    end
+end
+endgenerate
+
+// ------------------------------------------------------------ instruction FSM
+assign cmd_ready = state_reg == STATE_IDLE && run;
+assign index = index_reg;
+assign idle = state_reg == STATE_IDLE;
+assign stall = state_reg == STATE_POP && !(pop_next || push_next) && pop_prev && !g2s_nonempty;
+assign busy = !idle && !stall;
+
+always @* begin
+    state_next = state_reg;
+    insn_next = insn_reg;
+    index_next = index_reg;
+    g2s_pop = 1'b0;
+    s2g_push = 1'b0;
+    err = 1'b0;
+    err_code = `VTA_ERR_NONE;
+    evt_start = 1'b0;
+    evt_retire = 1'b0;
+    out_bytes = 32'd0;
+    rq_active_next = rq_active_reg;
+    rq_rows_next = rq_rows_reg;
+    rq_elem_next = rq_elem_reg;
+    rd_cnt_next = rd_cnt_reg;
+    rd_segx_next = rd_segx_reg;
+    rd_elem_next = rd_elem_reg;
+    rd_addr_next = rd_addr_reg;
+    sent_next = sent_reg;
+
+    case (state_reg)
+        STATE_IDLE: begin
+            // waits for an instruction
+            if (cmd_valid && cmd_ready) begin
+                insn_next = cmd_data[127:0];
+                index_next = cmd_data[159:128];
+                state_next = STATE_POP;
+            end
+        end
+        STATE_POP: begin
+            // checks the flags, then waits for the g2s token
+            if (pop_next || push_next) begin
+                err = 1'b1;
+                err_code = `VTA_ERR_BAD_DEP_FLAG;
+                state_next = STATE_IDLE;
+            end else if (!pop_prev || g2s_nonempty) begin
+                g2s_pop = pop_prev;
+                evt_start = 1'b1;
+                state_next = STATE_CHECK;
+            end
+        end
+        STATE_CHECK: begin
+            // no-op, or the fault checks
+            rq_active_next = 1'b1;
+            rq_rows_next = merged ? 16'd1 : y_size;
+            rq_elem_next = {2'b0, dram_base};
+            rd_cnt_next = 32'd0;
+            rd_segx_next = 32'd0;
+            rd_elem_next = {2'b0, dram_base};
+            rd_addr_next = sram_base;
+            sent_next = 32'd0;
+            if (x_size == 16'd0) begin
+                state_next = STATE_RETIRE;
+            end else if (mem_type != `VTA_MEM_OUT) begin
+                err = 1'b1;
+                err_code = `VTA_ERR_BAD_MEMORY_TYPE;
+                state_next = STATE_IDLE;
+            end else if (pads != 16'd0) begin
+                err = 1'b1;
+                err_code = `VTA_ERR_STORE_PAD;
+                state_next = STATE_IDLE;
+            end else if (sram_end > (33'd1 << LOG_DEPTH)) begin
+                err = 1'b1;
+                err_code = `VTA_ERR_SRAM_RANGE;
+                state_next = STATE_IDLE;
+            end else if (dram_end > MEM_SIZE) begin
+                err = 1'b1;
+                err_code = `VTA_ERR_DRAM_RANGE;
+                state_next = STATE_IDLE;
+            end else if (y_size == 16'd0) begin
+                state_next = STATE_RETIRE;
+            end else begin
+                state_next = STATE_RUN;
+            end
+        end
+        STATE_RUN: begin
+            // requests rows, reads OUT, packs beats; waits for the last response
+            if (dma_req_valid && dma_req_ready) begin
+                rq_elem_next = rq_elem_reg + {18'd0, x_stride};
+                rq_rows_next = rq_rows_reg - 16'd1;
+                if (rq_rows_reg == 16'd1) begin
+                    rq_active_next = 1'b0;
+                end
+            end
+            if (rd_issue) begin
+                rd_cnt_next = rd_cnt_reg + 32'd1;
+                rd_addr_next = rd_addr_reg + 16'd1;
+                if (rd_segx_reg == seg_n - 32'd1) begin
+                    rd_segx_next = 32'd0;
+                    rd_elem_next = rd_elem_reg + {18'd0, x_stride};
+                end else begin
+                    rd_segx_next = rd_segx_reg + 32'd1;
+                end
+            end
+            if (h_take) begin
+                sent_next = sent_reg + 32'd1;
+            end
+            if (!rq_active_reg && sent_reg == total && dma_idle) begin
+                state_next = STATE_RETIRE;
+            end
+        end
+        STATE_RETIRE: begin
+            // pushes s2g and retires
+            if (push_prev && s2g_full) begin
+                err = 1'b1;
+                err_code = `VTA_ERR_TOKEN_OVERFLOW;
+                state_next = STATE_IDLE;
+            end else begin
+                s2g_push = push_prev;
+                evt_retire = 1'b1;
+                if (x_size != 16'd0) begin
+                    out_bytes = total << LOG_EB;
+                end
+                state_next = STATE_IDLE;
+            end
+        end
+        default: begin
+            state_next = STATE_IDLE;
+        end
+    endcase
+
+    if (halt) begin
+        state_next = STATE_IDLE;
+    end
+end
+
+always @* begin
+    b_count_next = b_count_reg + {1'b0, p_valid_reg} - {1'b0, h_take};
+end
+
+always @(posedge clk) begin
+    if (p_valid_reg) begin
+        b_data[b_wp_reg] <= out_rdata;
+        b_tag[b_wp_reg] <= p_tag_reg;
+    end
+end
+
+always @(posedge clk) begin
+    state_reg <= state_next;
+    insn_reg <= insn_next;
+    index_reg <= index_next;
+    rq_active_reg <= rq_active_next;
+    rq_rows_reg <= rq_rows_next;
+    rq_elem_reg <= rq_elem_next;
+    rd_cnt_reg <= rd_cnt_next;
+    rd_segx_reg <= rd_segx_next;
+    rd_elem_reg <= rd_elem_next;
+    rd_addr_reg <= rd_addr_next;
+    sent_reg <= sent_next;
+    p_valid_reg <= rd_issue;
+    p_tag_reg <= rd_tag;
+    b_count_reg <= b_count_next;
+    if (p_valid_reg) begin
+        b_wp_reg <= !b_wp_reg;
+    end
+    if (h_take) begin
+        b_rp_reg <= !b_rp_reg;
+    end
+    if (rst || halt || state_reg == STATE_CHECK) begin
+        p_valid_reg <= 1'b0;
+        b_count_reg <= 2'd0;
+        b_wp_reg <= 1'b0;
+        b_rp_reg <= 1'b0;
+    end
+    if (rst) begin
+        state_reg <= STATE_IDLE;
+        insn_reg <= 128'd0;
+        index_reg <= 32'd0;
+        rq_active_reg <= 1'b0;
+    end
+end
+
+endmodule
+
+`resetall
