@@ -133,8 +133,6 @@ localparam integer AL = 1 << LOG_ACC_WIDTH;           // ACC lane bits
 localparam integer OL = 1 << LOG_INP_WIDTH;           // OUT lane bits
 localparam ACC_W = LANES * AL;
 localparam OUT_W = LANES * OL;
-localparam integer INP_W = 8 << LOG_INP_BYTES;
-localparam integer WGT_W = 8 << LOG_WGT_BYTES;
 localparam UOP_W = 32;
 localparam A = LOG_ACC_DEPTH;
 
@@ -174,7 +172,7 @@ wire [15:0] x_size    = insn_reg[`VTA_MEM_X_SIZE_LO +: `VTA_MEM_X_SIZE_W];
 wire [15:0] y_size    = insn_reg[`VTA_MEM_Y_SIZE_LO +: `VTA_MEM_Y_SIZE_W];
 
 // a field of the instruction (or of a micro-op), zero-extended to 32 bits
-function [31:0] field32(input [127:0] v, input integer lo, input integer w);
+function [31:0] field32(input [127:0] v, input [7:0] lo, input [5:0] w);
     reg [159:0] ext;
     begin
         ext = {32'd0, v};
@@ -491,6 +489,13 @@ assign uop_waddr = ld_wr_idx[LOG_UOP_DEPTH-1:0];
 assign uop_wdata = ld_wr_pad ? {UOP_W{1'b0}} : uop_elem;
 
 wire pipe_empty = !pb_valid_reg && !pc_valid_reg && !pd_valid_reg;
+
+// bits of the 32-bit field and index values above the buffer depths are zero
+// or unused by construction (range-checked); gathered here for lint
+wire _unused_ok = &{1'b0, f_bgn[31:17], f_end[31:17], f_dst_o[31:16], f_dst_i[31:16],
+                    f_gsrc_o[31:16], f_gsrc_i[31:16], f_asrc_o[31:16], f_asrc_i[31:16],
+                    f_wgt_o[31:16], f_wgt_i[31:16], f_udst[31:16], f_usrc[31:16],
+                    f_uwgt[31:16], b_dst, b_src, b_wgt, ld_wr_idx, ld_busy, 1'b0};
 
 // ------------------------------------------------------------ instruction FSM
 wire tokens_ok = (!pop_prev || l2g_nonempty) && (!pop_next || s2g_nonempty);

@@ -68,6 +68,8 @@ localparam LOG_BUS_BYTES = LOG_BUS_WIDTH - 3;
 // beats per 4 KiB page
 localparam PAGE_BEATS = 4096 >> LOG_BUS_BYTES;
 localparam CNT_W = BEATS_WIDTH + 1;
+// bits of a client number
+localparam CW = (N > 1) ? $clog2(N) : 1;
 
 initial begin
     if (N < 1 || (1 << ID_WIDTH) < N) begin
@@ -112,15 +114,17 @@ assign m_axi_arvalid = ar_valid_reg;
 // choose the next client with a pending burst after rr_reg
 reg                  pick_valid;
 reg [ID_WIDTH-1:0]   pick;
+reg [31:0]           cand;
 integer k;
 always @* begin
     pick_valid = 1'b0;
     pick = {ID_WIDTH{1'b0}};
     for (k = N - 1; k >= 0; k = k - 1) begin
         // later candidates in round-robin order overwrite earlier ones, so scan backwards
-        if (sp_active_reg[(rr_reg + 1 + k) % N]) begin
+        cand = ({{(32-ID_WIDTH){1'b0}}, rr_reg} + 32'd1 + k) % N;
+        if (sp_active_reg[cand[CW-1:0]]) begin
             pick_valid = 1'b1;
-            pick = (rr_reg + 1 + k) % N;
+            pick = cand[ID_WIDTH-1:0];
         end
     end
 end
@@ -163,7 +167,11 @@ vta_skid #(
 
 // a beat for an unknown id, or any beat while halted, is dropped
 wire r_known = r_id < N;
-assign r_ready = halt || !r_known || rd_ready[r_id];
+wire [ID_WIDTH-1:0] r_sel = r_known ? r_id : {ID_WIDTH{1'b0}};
+assign r_ready = halt || !r_known || rd_ready[r_sel[CW-1:0]];
+// the master reads every burst to its end and ignores RRESP (a DRAM_RANGE
+// fault is found before any access)
+wire _unused_ok = &{1'b0, m_axi_rresp, m_axi_rlast, r_sel, cand, 1'b0};
 assign rd_data = r_data;
 
 genvar g;
@@ -213,7 +221,7 @@ always @* begin
         sp_rem_next[pick*BEATS_WIDTH +: BEATS_WIDTH] =
             pick_rem - {{(BEATS_WIDTH-13){1'b0}}, burst};
         if (pick_rem == {{(BEATS_WIDTH-13){1'b0}}, burst}) begin
-            sp_active_next[pick] = 1'b0;
+            sp_active_next[pick[CW-1:0]] = 1'b0;
         end
     end
 

@@ -57,6 +57,9 @@ localparam integer DW = 1 << LOG_BUS_WIDTH;
 localparam integer EW = 8 << LOG_ELEM_BYTES;
 localparam LOG_BUS_BYTES = LOG_BUS_WIDTH - 3;
 
+// an element address is element aligned: its low bits are zero
+wire _unused_ok = &{1'b0, req_addr[LOG_ELEM_BYTES-1:0], 1'b0};
+
 initial begin
     if (BEATS_WIDTH < 34 + (LOG_ELEM_BYTES > LOG_BUS_BYTES ? LOG_ELEM_BYTES - LOG_BUS_BYTES : 0)) begin
         $display("%m: BEATS_WIDTH (%0d) too narrow for 32-bit element counts", BEATS_WIDTH);
@@ -148,7 +151,7 @@ end else begin : narrow
 
     assign elem_valid = beat_valid && meta_nonempty;
     assign elem_data = beat_data[cur_lane*EW +: EW];
-    assign beat_ready = meta_nonempty && elem_ready && (cur_lane == K - 1 || last);
+    assign beat_ready = meta_nonempty && elem_ready && (cur_lane == K[LOG_K-1:0] - 1'b1 || last);
 
     wire step = elem_valid && elem_ready;
     wire pop = step && last;

@@ -99,9 +99,11 @@ wire [31:0] remaining = insn_count - requested_reg;
 wire [31:0] req_n = (remaining < CHUNK) ? remaining : CHUNK;
 wire [31:0] outstanding = requested_reg - dispatched_reg;
 
-wire [QW-1:0] free_ld = (ld_count >= DEPTH) ? {QW{1'b0}} : DEPTH[QW-1:0] - ld_count;
-wire [QW-1:0] free_cmp = (cmp_count >= DEPTH) ? {QW{1'b0}} : DEPTH[QW-1:0] - cmp_count;
-wire [QW-1:0] free_st = (st_count >= DEPTH) ? {QW{1'b0}} : DEPTH[QW-1:0] - st_count;
+wire [QW-1:0] free_ld = (ld_count >= DEPTH[QW-1:0]) ? {QW{1'b0}} : DEPTH[QW-1:0] - ld_count;
+wire [QW-1:0] free_cmp = (cmp_count >= DEPTH[QW-1:0]) ? {QW{1'b0}} : DEPTH[QW-1:0] - cmp_count;
+wire [QW-1:0] free_st = (st_count >= DEPTH[QW-1:0]) ? {QW{1'b0}} : DEPTH[QW-1:0] - st_count;
+// INSN_ADDR is 16-byte aligned; addresses beyond ADDR_WIDTH fail the range check
+wire _unused_ok = &{1'b0, insn_addr[3:0], req_byte[63:ADDR_WIDTH], 1'b0};
 wire [QW-1:0] free_min_a = (free_ld < free_cmp) ? free_ld : free_cmp;
 wire [QW-1:0] free_min = (free_st < free_min_a) ? free_st : free_min_a;
 wire room = {{(32-QW){1'b0}}, free_min} >= outstanding + req_n;

@@ -224,6 +224,8 @@ vta_dma_rd_port #(
 );
 
 assign ld_req_ready = is_wgt ? wgt_req_ready : inp_req_ready;
+// indices beyond the buffer depth fail the range check first
+wire _unused_ok = &{1'b0, ld_wr_idx, ld_busy, 1'b0};
 assign ld_data_valid = is_wgt ? wgt_elem_valid : inp_elem_valid;
 
 assign inp_we = ld_wr_en && !is_wgt;

@@ -97,6 +97,8 @@ wire [63:0] rq_byte = {30'd0, rq_elem_reg} << log_elem_bytes;
 assign busy = state_reg != STATE_IDLE;
 assign req_valid = state_reg == STATE_RUN && rq_active_reg;
 assign req_addr = rq_byte[ADDR_WIDTH-1:0];
+// bytes beyond ADDR_WIDTH fail the DRAM range check first
+wire _unused_ok = &{1'b0, rq_byte, 1'b0};
 wire [31:0] block_n = {16'd0, x_size} * {16'd0, y_size};
 assign req_n = merged ? block_n : {16'd0, x_size};
 

@@ -157,6 +157,9 @@ always @* begin
 end
 
 wire [11:0] wa = {s_axil_awaddr[11:2], 2'b00};
+// word registers only; protection is not checked
+wire _unused_ok = &{1'b0, s_axil_awaddr[1:0], s_axil_araddr[1:0], s_axil_awprot,
+                    s_axil_arprot, cnt_off[1:0], 1'b0};
 // byte-enable merge of a write into a 32-bit value
 function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
     integer b;

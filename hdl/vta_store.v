@@ -95,6 +95,8 @@ localparam LOG_K = NARROW ? LOG_BUS_BYTES - LOG_EB : 0;
 localparam R_LOG = NARROW ? 0 : LOG_EB - LOG_BUS_BYTES;
 localparam integer K = 1 << LOG_K;
 localparam integer R = 1 << R_LOG;
+localparam [33:0] K34 = {2'b00, K[31:0]};
+localparam [31:0] R_LAST = R - 1;
 // bits of a lane number (at least one)
 localparam LW = NARROW ? LOG_K : 1;
 
@@ -137,7 +139,9 @@ reg [33:0] rq_elem_reg, rq_elem_next;
 
 wire [63:0] rq_byte = {30'd0, rq_elem_reg} << LOG_EB;
 wire [LW-1:0] rq_lane = NARROW ? rq_elem_reg[LW-1:0] : {LW{1'b0}};
-wire [33:0] rq_narrow_beats = ({2'b0, seg_n} + {{(34-LW){1'b0}}, rq_lane} + (K - 1)) >> LOG_K;
+wire [33:0] rq_narrow_beats = ({2'b0, seg_n} + {{(34-LW){1'b0}}, rq_lane} + K34 - 34'd1) >> LOG_K;
+// bytes beyond ADDR_WIDTH fail the DRAM range check first
+wire _unused_ok = &{1'b0, rq_byte, 1'b0};
 assign dma_req_valid = state_reg == STATE_RUN && rq_active_reg;
 assign dma_req_addr = {rq_byte[ADDR_WIDTH-1:LOG_BUS_BYTES], {LOG_BUS_BYTES{1'b0}}};
 assign dma_req_beats = NARROW ? {{(BEATS_WIDTH-34){1'b0}}, rq_narrow_beats}
@@ -185,7 +189,7 @@ if (NARROW) begin : pack_narrow
     reg [SW-1:0]    strb_reg;
     reg [LOG_K-1:0] lane_reg;
     wire [LOG_K-1:0] cur_lane = h_first ? h_tag[LW-1:0] : lane_reg;
-    wire emit = h_last || cur_lane == K - 1;
+    wire emit = h_last || cur_lane == K[LOG_K-1:0] - 1'b1;
     wire [DW-1:0] merged_data = beat_reg | ({{(DW-EW){1'b0}}, h_data} << (cur_lane * EW));
     wire [SW-1:0] merged_strb = strb_reg
         | ({{(SW-(1<<LOG_EB)){1'b0}}, {(1<<LOG_EB){1'b1}}} << (cur_lane * (1 << LOG_EB)));
@@ -214,10 +218,12 @@ end else begin : pack_wide
     assign dma_wr_valid = h_valid;
     assign dma_wr_data = h_data[beat_i_reg * DW +: DW];
     assign dma_wr_strb = {SW{1'b1}};
-    assign h_take = h_valid && dma_wr_ready && beat_i_reg == R - 1;
+    assign h_take = h_valid && dma_wr_ready && beat_i_reg == R_LAST[R_LOG:0];
+    // wide elements need no segment tags
+    wire _unused_tags = &{1'b0, h_first, h_last, 1'b0};
     always @(posedge clk) begin
         if (dma_wr_valid && dma_wr_ready) begin
-            beat_i_reg <= (beat_i_reg == R - 1) ? {(R_LOG+1){1'b0}} : beat_i_reg + 1'b1;
+            beat_i_reg <= (beat_i_reg == R_LAST[R_LOG:0]) ? {(R_LOG+1){1'b0}} : beat_i_reg + 1'b1;
         end
         if (rst || state_reg == STATE_CHECK) begin
             beat_i_reg <= {(R_LOG+1){1'b0}};
