@@ -262,6 +262,9 @@ class Harness:
             await ReadOnly()
         done = bool(dut.irq.value)
         cycles = int(dut.cycle.value) - start_cycle
+        # the monitor flushes its trace file at the edge after irq / wd_fire rose
+        await RisingEdge(self.clk)
+        await ReadOnly()
         await RisingEdge(self.clk)
         reply = {"done": done, "cycles": cycles}
         if not done:
