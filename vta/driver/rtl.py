@@ -137,7 +137,8 @@ class RTLTransport(Transport):
         self.mem_size = DEFAULT_MEM_SIZE[backend] if mem_size is None else int(mem_size)
         self.build = build_testbench(backend, cfg, mem_size=self.mem_size, waves=bool(waves))
         self.workdir = Path(tempfile.mkdtemp(prefix=f"vta-{backend}-"))
-        self.keep_workdir = bool(waves)
+        # kept after close when it holds the waveform (or, after a crash, the log)
+        self.keep_workdir = bool(waves) and not isinstance(waves, (str, Path))
         self.waves_file: Path | None = None
         if waves:
             self.waves_file = (Path(waves).resolve() if isinstance(waves, (str, Path))
@@ -400,7 +401,7 @@ class RTLTransport(Transport):
         if self._sock is not None:
             self._sock.close()
         _LIVE.discard(self)
-        if not self.keep_workdir and self.trace_path is None:
+        if not self.keep_workdir and self._dead is None:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __del__(self) -> None:

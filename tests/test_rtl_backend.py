@@ -1,0 +1,349 @@
+"""The ``verilator`` and ``icarus`` backends: transport, harness, errors, watchdog, crashes.
+
+Program results are checked against the golden backend (the same driver code
+path, the same bytes).  The program suites (tests/test_runtime.py,
+tests/test_ops.py) run on the simulators with ``--backend verilator
+--backend icarus``; this file covers what only a simulated device has.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import vta
+from vta import trace as vtrace
+from vta.errors import DeadlockError, DeviceError, DeviceTimeoutError, ErrorCode, ExecutionError
+from vta.isa import AluInsn, GemmInsn, MemId, MemInsn, Opcode, Uop, encode, encode_uop
+from vta.programs import build_matmul
+
+SIMS = ("icarus", "verilator")
+
+
+def _require(sim: str) -> None:
+    from vta.sim.build import SimulatorError, simulator_version
+
+    try:
+        simulator_version(sim)
+    except SimulatorError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """One tiny-preset device per simulator for the module (plus a golden twin)."""
+    opened = {}
+
+    def get(sim: str):
+        if sim not in opened:
+            _require(sim)
+            dev = vta.open_device(sim, "tiny")
+            gold = vta.open_device("golden", "tiny", mem_size=dev.driver.transport.mem_size)
+            opened[sim] = (dev, gold)
+        return opened[sim]
+
+    yield get
+    for dev, gold in opened.values():
+        dev.close()
+        gold.close()
+
+
+def _put(dev, data: bytes, extra: int = 0):
+    buf = dev.alloc(len(data) + extra)
+    dev.write(buf, data)
+    return buf
+
+
+# ------------------------------------------------------------------ memory
+@pytest.mark.parametrize("sim", SIMS)
+def test_backdoor_unaligned_round_trips(tiny, sim):
+    """Host writes and reads at every alignment, against a byte-array model."""
+    dev, _ = tiny(sim)
+    rng = np.random.default_rng(5)
+    buf = dev.alloc(3 * 4096)
+    model = bytearray(3 * 4096)
+    dev.write(buf, bytes(model))
+    for _ in range(40):
+        off = int(rng.integers(0, len(model) - 1))
+        n = int(rng.integers(1, min(300, len(model) - off) + 1))
+        data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+        dev.write(buf, data, offset=off)
+        model[off:off + n] = data
+        off2 = int(rng.integers(0, len(model) - 1))
+        n2 = int(rng.integers(1, len(model) - off2 + 1))
+        got = dev.read(buf, n2, offset=off2).tobytes()
+        assert got == bytes(model[off2:off2 + n2]), f"read of {n2} bytes at offset {off2}"
+    dev.free(buf)
+
+
+def test_memory_range_errors(tiny):
+    dev, _ = tiny("icarus")
+    t = dev.driver.transport
+    with pytest.raises(DeviceError, match="lies outside the 16777216-byte device memory"):
+        t.mem_read(t.mem_size - 4, 8)
+    with pytest.raises(DeviceError, match="register offset must be a multiple of 4"):
+        t.read32(0x102)
+
+
+# ------------------------------------------------------------------ runs
+def _matmul(dev, rng, m=16, k=32, n=16):
+    cfg = dev.cfg
+    prog = build_matmul(cfg, m, k, n)
+    a = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    mem = np.zeros(prog.end, dtype=np.uint8)
+    prog.write(mem, a, w)
+    return prog, mem, prog.expected(a, w)
+
+
+@pytest.mark.parametrize("sim", SIMS)
+def test_matmul_matches_numpy_and_counts_cycles(tiny, sim):
+    dev, gold = tiny(sim)
+    rng = np.random.default_rng(1)
+    prog, mem, want = _matmul(dev, rng)
+    buf = dev.alloc(prog.end)
+    assert buf.addr == 4096  # build_matmul places everything from one page on
+    dev.write(buf, mem[4096:].tobytes())
+    stats = dev.run(prog.insn_addr, prog.insn_count)
+    raw = dev.read(buf, prog.end - 4096).tobytes()
+    full = np.zeros(prog.end, dtype=np.uint8)
+    full[4096:] = np.frombuffer(raw, dtype=np.uint8)
+    np.testing.assert_array_equal(prog.read_result(full), want)
+    assert stats.cycles > 0 and stats.wall_time > 0
+    assert stats.load_busy is not None and stats.compute_busy > 0
+    assert stats.gemm_uops * dev.cfg.BLOCK ** 2 == 16 * 32 * 16
+    assert dev.driver.transport.info()["dram_protocol_errors"] == 0
+    dev.free(buf)
+
+
+def test_latency_and_stalls_change_cycles_not_results():
+    """DRAM latency and random stalls (plusargs, same build) slow the run, never change it."""
+    _require("icarus")
+    rng = np.random.default_rng(2)
+    results = {}
+    for opts in ({}, {"latency": (9, 5), "stall": 0.4, "seed": 7}):
+        with vta.open_device("icarus", "tiny", **opts) as dev:
+            prog, mem, want = _matmul(dev, np.random.default_rng(2))
+            buf = dev.alloc(prog.end)
+            dev.write(buf, mem[4096:].tobytes())
+            stats = dev.run(prog.insn_addr, prog.insn_count)
+            out = dev.read(buf).tobytes()
+            assert dev.driver.transport.info()["dram_protocol_errors"] == 0
+            results[bool(opts)] = (stats.cycles, out)
+    assert results[True][1] == results[False][1]
+    assert results[True][0] > results[False][0]
+
+
+# ------------------------------------------------------------------ faults
+def _fault_programs(cfg, mem_size: int):
+    """(name, stream bytes, uop bytes) per fault, each stopping at a known instruction."""
+    nop_c = MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP)
+    fin = GemmInsn(opcode=Opcode.FINISH)
+    uload = MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0, dram_base=0,
+                    y_size=1, x_size=1, x_stride=1)  # dram_base patched to the uop buffer
+
+    def s(*insns):
+        return b"".join(encode(i, cfg) for i in insns)
+
+    return [
+        ("bad_opcode", s(nop_c, nop_c) + (6).to_bytes(16, "little") + s(fin)),
+        ("dram_range", s(nop_c, MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP,
+                                        dram_base=mem_size // cfg.INP_ELEM_BYTES - 1, y_size=1,
+                                        x_size=2, x_stride=2), fin)),
+        ("sram_range", s(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP,
+                                 sram_base=cfg.INP_BUFF_DEPTH - 1, dram_base=1, y_size=1,
+                                 x_size=2, x_stride=2), fin)),
+        ("bad_alu_opcode", s(uload, AluInsn(opcode=Opcode.ALU, alu_opcode=6, uop_bgn=0,
+                                            uop_end=1, iter_out=1, iter_in=1), fin)),
+        ("store_pad", s(MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, y_size=1, x_size=1,
+                                x_stride=1, y_pad_0=1), fin)),
+        ("bad_dep_flag", s(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, pop_prev_dep=1),
+                           fin)),
+        ("deadlock", s(nop_c, MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP,
+                                      pop_prev_dep=1), fin)),
+        ("no_finish", s(nop_c, nop_c)),
+    ]
+
+
+def _outcome(dev, insn_buf, count):
+    try:
+        dev.run(insn_buf, count, timeout=120)
+    except DeadlockError as exc:
+        return ("DEADLOCK", exc.code, sorted(exc.stuck))
+    except ExecutionError as exc:
+        return (type(exc).__name__, exc.code, exc.module, exc.index)
+    return ("done",)
+
+
+@pytest.mark.parametrize("sim", SIMS)
+def test_faults_reported_like_the_golden_model(tiny, sim):
+    """Each fault of decision 7: same error class, ErrorCode, module and instruction index."""
+    dev, gold = tiny(sim)
+    assert dev.driver.transport.mem_size == gold.driver.transport.mem_size
+    uops = encode_uop(Uop(dst_idx=0, src_idx=0), dev.cfg)
+    seen = set()
+    for name, stream in _fault_programs(dev.cfg, dev.driver.transport.mem_size):
+        outcomes = []
+        for d in (gold, dev):
+            ubuf = _put(d, uops)
+            raw = bytearray(stream)
+            # point the micro-op loads (dram_base 0, x_size 1) at this device's uop buffer
+            for i in range(0, len(raw), 16):
+                insn = vta.isa.decode(bytes(raw[i:i + 16]), d.cfg)
+                if (insn.opcode == Opcode.LOAD and insn.memory_type == MemId.UOP
+                        and insn.x_size == 1):
+                    raw[i:i + 16] = encode(insn.replace(dram_base=ubuf.addr // 4), d.cfg)
+            ibuf = _put(d, bytes(raw))
+            outcomes.append(_outcome(d, ibuf, len(raw) // 16))
+            d.free(ibuf)
+            d.free(ubuf)
+        want, got = outcomes
+        assert want[0] != "done", f"{name}: the golden model accepted the fault program"
+        assert got == want, f"{name}: golden reports {want}, {sim} reports {got}"
+        seen.add(want[1])
+    assert {ErrorCode.BAD_OPCODE, ErrorCode.DRAM_RANGE, ErrorCode.SRAM_RANGE,
+            ErrorCode.BAD_ALU_OPCODE, ErrorCode.STORE_PAD, ErrorCode.BAD_DEP_FLAG,
+            ErrorCode.DEADLOCK, ErrorCode.NO_FINISH} <= seen
+    # the device is usable after every fault
+    rng = np.random.default_rng(3)
+    prog, mem, want_out = _matmul(dev, rng, 4, 8, 4)
+    buf = _put(dev, mem[4096:].tobytes())
+    dev.run(prog.insn_addr, prog.insn_count)
+    dev.free(buf)
+
+
+# ------------------------------------------------------------------ hangs and crashes
+def test_watchdog_reports_each_engine_and_resets():
+    """A DRAM that never answers: the watchdog stops the run and names where each engine was."""
+    from vta.driver.rtl import WatchdogError
+
+    _require("icarus")
+    with vta.open_device("icarus", "tiny", stall=1.0, watchdog=3000) as dev:
+        prog = build_matmul(dev.cfg, 4, 8, 4)
+        buf = dev.alloc(prog.end)
+        start = time.perf_counter()
+        with pytest.raises(WatchdogError) as info:
+            dev.run(prog.insn_addr, prog.insn_count, timeout=60)
+        assert time.perf_counter() - start < 30
+        text = str(info.value)
+        assert "nothing retired, dispatched or moved on the DRAM bus for 3000 cycles" in text
+        for part in ("load ", "compute ", "store ", "tokens l2g=0 g2l=0 g2s=0 s2g=0",
+                     "FETCH_INDEX=0", "the device was reset"):
+            assert part in text, f"{part!r} missing from: {text}"
+        report = info.value.report
+        assert set(report["engines"]) == {"load", "compute", "store"}
+        assert report["idle_cycles"] >= 3000
+        # reset: idle again, a new run can start (and hangs the same way)
+        assert not dev.driver.read_reg("STATUS") & 1
+        with pytest.raises(WatchdogError):
+            dev.run(prog.insn_addr, prog.insn_count, timeout=60)
+        dev.free(buf)
+
+
+def test_wall_clock_timeout_kills_the_simulator():
+    """With the watchdog off, a hung run ends at the host timeout: process killed, clear errors."""
+    _require("icarus")
+    dev = vta.open_device("icarus", "tiny", stall=1.0, watchdog=0)
+    proc = dev.driver.transport._proc
+    prog = build_matmul(dev.cfg, 4, 8, 4)
+    dev.alloc(prog.end)
+    with pytest.raises(DeviceTimeoutError, match=r"did not answer run request within 2 s; it was killed"):
+        dev.run(prog.insn_addr, prog.insn_count, timeout=2)
+    assert proc.poll() is not None, "the simulator process must be gone"
+    with pytest.raises(DeviceError, match="simulator is not running .*killed after"):
+        dev.driver.read_reg("STATUS")
+    dev.close()
+
+
+@pytest.mark.parametrize("sim", SIMS)
+def test_crashed_simulator_becomes_an_exception(sim):
+    _require(sim)
+    dev = vta.open_device(sim, "tiny")
+    t = dev.driver.transport
+    os.killpg(t._proc.pid, signal.SIGKILL)
+    t._proc.wait(timeout=10)
+    with pytest.raises(DeviceError, match=rf"the {sim} simulator exited \(code -9\) during "
+                                          r"read32 request"):
+        dev.driver.read_reg("STATUS")
+    with pytest.raises(DeviceError, match="simulator is not running"):
+        dev.driver.read_reg("STATUS")
+    dev.close()
+
+
+@pytest.mark.parametrize("sim", SIMS)
+def test_close_ends_the_process(sim):
+    _require(sim)
+    dev = vta.open_device(sim, "tiny")
+    t = dev.driver.transport
+    proc = t._proc
+    workdir = t.workdir
+    assert proc.poll() is None
+    dev.close()
+    assert proc.poll() is not None
+    assert not workdir.exists()
+    with pytest.raises(DeviceError, match="the device is closed"):
+        dev.alloc(16)
+
+
+def test_config_mismatch_is_refused():
+    """The simulator identifies its configuration through the registers like hardware."""
+    _require("icarus")
+    from vta.driver import rtl
+
+    t = rtl.RTLTransport("icarus", vta.Config.load("tiny"))
+    try:
+        with pytest.raises(DeviceError, match="built for a different configuration"):
+            vta.driver.host.Driver(t, vta.Config.load("default"))
+    finally:
+        t.close()
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="stall must be a probability in 0..1, not 2"):
+        vta.open_device("icarus", "tiny", stall=2)
+    with pytest.raises(ValueError, match="mem_size must be a power of two"):
+        vta.open_device("icarus", "tiny", mem_size=3 << 20)
+
+
+# ------------------------------------------------------------------ trace and waves
+def test_trace_file_matches_the_golden_trace(tmp_path):
+    """The RTL monitor's trace, in the shared format, equals the golden trace up to cycles."""
+    _require("icarus")
+    path = tmp_path / "rtl.trace"
+    rng = np.random.default_rng(4)
+    with vta.open_device("icarus", "tiny", trace=path) as dev, \
+            vta.open_device("golden", "tiny") as gold:
+        prog, mem, _ = _matmul(dev, rng, 8, 16, 8)
+        for d in (dev, gold):
+            buf = _put(d, mem[4096:].tobytes())
+            d.run(prog.insn_addr, prog.insn_count)
+            d.free(buf)
+        golden_records = vtrace.from_golden(gold.driver.transport._events, gold.cfg)
+    text = path.read_text()
+    assert text.startswith(vtrace.HEADER)
+    rtl_records = vtrace.read_trace(path)
+    assert len(rtl_records) == prog.insn_count
+    assert all(r.cycle is not None for r in rtl_records)
+    cycles = [r.cycle for r in rtl_records]
+    assert cycles == sorted(cycles)
+    assert vtrace.normalise(rtl_records) == vtrace.normalise(golden_records)
+    # a golden trace written in the same format reads back the same
+    gpath = tmp_path / "golden.trace"
+    gpath.write_text(vtrace.format_trace(golden_records))
+    assert vtrace.read_trace(gpath) == golden_records
+    assert all(line.split("\t")[0] == "-" for line in gpath.read_text().splitlines()[1:])
+
+
+def test_waves_on_request(tmp_path):
+    _require("icarus")
+    path = tmp_path / "session.fst"
+    with vta.open_device("icarus", "tiny", waves=path) as dev:
+        prog, mem, _ = _matmul(dev, np.random.default_rng(6), 4, 8, 4)
+        buf = _put(dev, mem[4096:].tobytes())
+        dev.run(prog.insn_addr, prog.insn_count)
+        dev.free(buf)
+    assert path.exists() and path.stat().st_size > 1000
