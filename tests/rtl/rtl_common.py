@@ -112,3 +112,36 @@ def reg_offsets():
     from vta.driver import regs
 
     return regs
+
+
+# ------------------------------------------------------------------ cocotb helpers
+async def start_clock_reset(dut, cycles: int = 5):
+    """10 ns clock on dut.clk; dut.rst high for ``cycles`` cycles."""
+    import cocotb
+    from cocotb.clock import Clock
+    from cocotb.triggers import ClockCycles
+
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, cycles)
+    dut.rst.value = 0
+
+
+def to_signed(value: int, bits: int) -> int:
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def pack_lanes(values, bits: int) -> int:
+    out = 0
+    for n, v in enumerate(values):
+        out |= (int(v) & ((1 << bits) - 1)) << (n * bits)
+    return out
+
+
+def unpack_lanes(word: int, lanes: int, bits: int, signed: bool = True) -> list[int]:
+    out = []
+    for n in range(lanes):
+        v = (word >> (n * bits)) & ((1 << bits) - 1)
+        out.append(to_signed(v, bits) if signed else v)
+    return out
