@@ -147,6 +147,10 @@ always @* begin
                 err = 1'b1;
                 err_code = `VTA_ERR_DRAM_RANGE;
                 state_next = STATE_IDLE;
+            end else if (area == 34'd0) begin
+                // y_size 0 and no pad rows: nothing to write
+                done = 1'b1;
+                state_next = STATE_IDLE;
             end else begin
                 state_next = STATE_RUN;
             end

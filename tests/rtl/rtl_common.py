@@ -58,7 +58,7 @@ def build_and_run(simulator: str, preset: str, top: str, test_module: str, *,
     hdr = hdlgen.header_dir(cfg)
     srcs = list(hdlgen.hdl_sources()) + list(sources or [])
     params = dict(parameters or {})
-    b = simbuild.build(simulator, top, srcs, parameters=params, includes=[hdr],
+    b = simbuild.build(simulator, top, srcs, parameters=params, includes=[hdr, WRAPPERS],
                        build_args=VERILATOR_ARGS if simulator == "verilator" else ())
     env = {"VTA_PRESET": preset, "VTA_SIM": simulator, "PYTHONHASHSEED": "0"}
     if mem_size is not None:
@@ -144,4 +144,81 @@ def unpack_lanes(word: int, lanes: int, bits: int, signed: bool = True) -> list[
     for n in range(lanes):
         v = (word >> (n * bits)) & ((1 << bits) - 1)
         out.append(to_signed(v, bits) if signed else v)
+    return out
+
+
+# ------------------------------------------------------------------ engine drivers
+class TokenSource:
+    """Feeds a token queue's consumer side: ``nonempty`` while tokens are owed, counts pops."""
+
+    def __init__(self, dut, nonempty: str, pop: str):
+        self.dut, self.nonempty, self.pop = dut, getattr(dut, nonempty), getattr(dut, pop)
+        self.count = 0
+        self.popped = 0
+        self.nonempty.value = 0
+
+    async def run(self):
+        from cocotb.triggers import FallingEdge, RisingEdge
+
+        while True:
+            await RisingEdge(self.dut.clk)
+            if int(self.pop.value):
+                assert self.count > 0, "token popped from an empty queue"
+                self.count -= 1
+                self.popped += 1
+            await FallingEdge(self.dut.clk)
+            self.nonempty.value = int(self.count > 0)
+
+    def give(self, n: int = 1):
+        self.count += n
+
+
+async def send_cmd(dut, word: int, index: int):
+    """Hand one {index, instruction} entry to an engine's command port."""
+    from cocotb.triggers import FallingEdge, RisingEdge
+
+    await FallingEdge(dut.clk)
+    dut.cmd_valid.value = 1
+    dut.cmd_data.value = (index << 128) | word
+    while True:
+        await RisingEdge(dut.clk)
+        if int(dut.cmd_ready.value):
+            break
+    await FallingEdge(dut.clk)
+    dut.cmd_valid.value = 0
+
+
+async def wait_retire(dut, max_cycles: int = 200000, watch=()):
+    """Wait for evt_retire or err; returns ("retire"|"err", {signal: value at that edge})."""
+    from cocotb.triggers import RisingEdge
+
+    for _ in range(max_cycles):
+        await RisingEdge(dut.clk)
+        if int(dut.err.value):
+            return "err", {"err_code": int(dut.err_code.value), "index": int(dut.index.value)}
+        if int(dut.evt_retire.value):
+            return "retire", {n: int(getattr(dut, n).value) for n in watch}
+    raise AssertionError(f"no retire within {max_cycles} cycles")
+
+
+def insn_word(insn, cfg) -> int:
+    from vta.isa import encode
+
+    return int.from_bytes(encode(insn, cfg), "little")
+
+
+def expected_load(mem: bytes, insn, elem_bytes: int) -> list[bytes]:
+    """SRAM entries a LOAD writes (vta-reference 3.2), from a NumPy-free formula."""
+    xt = insn.x_pad_0 + insn.x_size + insn.x_pad_1
+    yt = insn.y_pad_0 + insn.y_size + insn.y_pad_1
+    zero = bytes(elem_bytes)
+    out = []
+    for y in range(yt):
+        for x in range(xt):
+            r, c = y - insn.y_pad_0, x - insn.x_pad_0
+            if 0 <= r < insn.y_size and 0 <= c < insn.x_size:
+                a = (insn.dram_base + r * insn.x_stride + c) * elem_bytes
+                out.append(bytes(mem[a:a + elem_bytes]))
+            else:
+                out.append(zero)
     return out
