@@ -15,9 +15,15 @@
  *             watchdog (cycles without any retire, dispatch or DRAM beat)
  *             per-engine last started / retired instruction index
  *
- * Python drives only the AXI4-Lite port (per register access), the backdoor
- * (per host memory copy) and waits for irq or wd_fire (per run): it never
- * wakes per clock in the data path.  The clock comes from cocotb's GPI clock.
+ * Python posts register commands (cmd_*), backdoor copies (bd_*) and waits
+ * for cmd_ack, bd_ack, irq or wd_fire: one wake per request, never per clock.
+ * The clock comes from cocotb's GPI clock.
+ *
+ * Every input from Python (rst included) reaches the design and the DRAM model
+ * only through flip-flops: with no combinational path from a top-level input,
+ * Verilator never re-evaluates the design's combinational logic for an input
+ * change (which each clock toggle is), the difference between ~40k and
+ * several 100k cycles/s on the default configuration.
  *
  * Trace lines (when +VTA_TRACE_FILE= is given and trace_en is high):
  *   <cycle> <module> <index> <event>     event: dispatch | start | retire
@@ -50,24 +56,16 @@ module vta_tb #(
     input  wire        clk,
     input  wire        rst,
 
-    // control port, driven by the harness
-    input  wire [11:0] s_axil_awaddr,
-    input  wire        s_axil_awvalid,
-    output wire        s_axil_awready,
-    input  wire [31:0] s_axil_wdata,
-    input  wire [3:0]  s_axil_wstrb,
-    input  wire        s_axil_wvalid,
-    output wire        s_axil_wready,
-    output wire [1:0]  s_axil_bresp,
-    output wire        s_axil_bvalid,
-    input  wire        s_axil_bready,
-    input  wire [11:0] s_axil_araddr,
-    input  wire        s_axil_arvalid,
-    output wire        s_axil_arready,
-    output wire [31:0] s_axil_rdata,
-    output wire [1:0]  s_axil_rresp,
-    output wire        s_axil_rvalid,
-    input  wire        s_axil_rready,
+    // register access command, performed by the AXI4-Lite master below: set
+    // cmd_write/cmd_addr/cmd_wdata, change cmd_req; cmd_ack follows cmd_req when the
+    // transaction is complete (cmd_rdata/cmd_resp hold its result)
+    input  wire [7:0]  cmd_req,
+    input  wire        cmd_write,
+    input  wire [11:0] cmd_addr,
+    input  wire [31:0] cmd_wdata,
+    output reg  [7:0]  cmd_ack,
+    output reg  [31:0] cmd_rdata,
+    output reg  [1:0]  cmd_resp,
 
     output wire        irq,
 
@@ -82,7 +80,7 @@ module vta_tb #(
     input  wire        trace_en,
     input  wire [31:0] wd_limit,
     input  wire        wd_clear,
-    output wire        wd_fire,
+    output reg         wd_fire,
     output reg  [63:0] cycle,
     output reg  [63:0] idle_cycles,
 
@@ -102,6 +100,81 @@ module vta_tb #(
 );
 
 localparam DW = 1 << LOG_BUS_WIDTH;
+
+// ------------------------------------------------------------ registered reset
+reg rst_r = 1'b1;
+always @(posedge clk)
+    rst_r <= rst;
+
+// ------------------------------------------------------------ AXI4-Lite master
+reg [11:0] s_axil_awaddr, s_axil_araddr;
+reg [31:0] s_axil_wdata;
+reg        s_axil_awvalid, s_axil_wvalid, s_axil_bready, s_axil_arvalid, s_axil_rready;
+wire       s_axil_awready, s_axil_wready, s_axil_bvalid, s_axil_arready, s_axil_rvalid;
+wire [1:0] s_axil_bresp, s_axil_rresp;
+wire [31:0] s_axil_rdata;
+reg        cmd_busy;
+
+always @(posedge clk) begin
+    if (!cmd_busy && cmd_req != cmd_ack) begin
+        // start the posted command
+        cmd_busy <= 1'b1;
+        if (cmd_write) begin
+            s_axil_awaddr <= cmd_addr;
+            s_axil_wdata <= cmd_wdata;
+            s_axil_awvalid <= 1'b1;
+            s_axil_wvalid <= 1'b1;
+            s_axil_bready <= 1'b1;
+        end else begin
+            s_axil_araddr <= cmd_addr;
+            s_axil_arvalid <= 1'b1;
+            s_axil_rready <= 1'b1;
+        end
+    end
+    if (s_axil_awvalid && s_axil_awready) s_axil_awvalid <= 1'b0;
+    if (s_axil_wvalid && s_axil_wready) s_axil_wvalid <= 1'b0;
+    if (s_axil_arvalid && s_axil_arready) s_axil_arvalid <= 1'b0;
+    if (s_axil_bready && s_axil_bvalid) begin
+        // write response: done
+        s_axil_bready <= 1'b0;
+        cmd_resp <= s_axil_bresp;
+        cmd_rdata <= 32'd0;
+        cmd_ack <= cmd_req;
+        cmd_busy <= 1'b0;
+    end
+    if (s_axil_rready && s_axil_rvalid) begin
+        // read data: done
+        s_axil_rready <= 1'b0;
+        cmd_resp <= s_axil_rresp;
+        cmd_rdata <= s_axil_rdata;
+        cmd_ack <= cmd_req;
+        cmd_busy <= 1'b0;
+    end
+    if (rst_r) begin
+        s_axil_awvalid <= 1'b0;
+        s_axil_wvalid <= 1'b0;
+        s_axil_bready <= 1'b0;
+        s_axil_arvalid <= 1'b0;
+        s_axil_rready <= 1'b0;
+        cmd_busy <= 1'b0;
+        cmd_ack <= cmd_req;
+    end
+end
+
+// backdoor and trace controls, registered
+reg [7:0]  bd_req_r;
+reg [1:0]  bd_op_r;
+reg [31:0] bd_word_r, bd_count_r, wd_limit_r;
+reg        trace_en_r, wd_clear_r;
+always @(posedge clk) begin
+    bd_req_r <= bd_req;
+    bd_op_r <= bd_op;
+    bd_word_r <= bd_word;
+    bd_count_r <= bd_count;
+    wd_limit_r <= wd_limit;
+    trace_en_r <= trace_en;
+    wd_clear_r <= wd_clear;
+end
 
 // ------------------------------------------------------------ AXI4 DRAM bus
 wire [ID_WIDTH-1:0]   m_axi_awid;
@@ -159,10 +232,10 @@ vta_top #(
     .LOG_BUS_WIDTH(LOG_BUS_WIDTH), .CONFIG_SIG(CONFIG_SIG), .ADDR_WIDTH(ADDR_WIDTH),
     .ID_WIDTH(ID_WIDTH), .MEM_SIZE(64'd1 << LOG_MEM_BYTES)
 ) dut (
-    .clk(clk), .rst(rst),
+    .clk(clk), .rst(rst_r),
     // control
     .s_axil_awaddr(s_axil_awaddr), .s_axil_awprot(3'd0), .s_axil_awvalid(s_axil_awvalid),
-    .s_axil_awready(s_axil_awready), .s_axil_wdata(s_axil_wdata), .s_axil_wstrb(s_axil_wstrb),
+    .s_axil_awready(s_axil_awready), .s_axil_wdata(s_axil_wdata), .s_axil_wstrb(4'hF),
     .s_axil_wvalid(s_axil_wvalid), .s_axil_wready(s_axil_wready), .s_axil_bresp(s_axil_bresp),
     .s_axil_bvalid(s_axil_bvalid), .s_axil_bready(s_axil_bready),
     .s_axil_araddr(s_axil_araddr), .s_axil_arprot(3'd0), .s_axil_arvalid(s_axil_arvalid),
@@ -200,7 +273,7 @@ vta_dram #(
     .LOG_MEM_BYTES(LOG_MEM_BYTES), .READ_LATENCY(READ_LATENCY),
     .WRITE_LATENCY(WRITE_LATENCY), .STALL(STALL)
 ) dram (
-    .clk(clk), .rst(rst),
+    .clk(clk), .rst(rst_r),
     .s_axi_awid(m_axi_awid), .s_axi_awaddr(m_axi_awaddr), .s_axi_awlen(m_axi_awlen),
     .s_axi_awsize(m_axi_awsize), .s_axi_awburst(m_axi_awburst),
     .s_axi_awvalid(m_axi_awvalid), .s_axi_awready(m_axi_awready),
@@ -213,7 +286,8 @@ vta_dram #(
     .s_axi_arvalid(m_axi_arvalid), .s_axi_arready(m_axi_arready),
     .s_axi_rid(m_axi_rid), .s_axi_rdata(m_axi_rdata), .s_axi_rresp(m_axi_rresp),
     .s_axi_rlast(m_axi_rlast), .s_axi_rvalid(m_axi_rvalid), .s_axi_rready(m_axi_rready),
-    .bd_req(bd_req), .bd_op(bd_op), .bd_word(bd_word), .bd_count(bd_count), .bd_ack(bd_ack),
+    .bd_req(bd_req_r), .bd_op(bd_op_r), .bd_word(bd_word_r), .bd_count(bd_count_r),
+    .bd_ack(bd_ack),
     .protocol_errors(dram_protocol_errors), .read_beats(dram_read_beats),
     .write_beats(dram_write_beats)
 );
@@ -222,13 +296,13 @@ vta_dram #(
 wire activity = evt_fetch_valid | evt_load_start | evt_load_retire | evt_compute_start
               | evt_compute_retire | evt_store_start | evt_store_retire
               | (m_axi_rvalid & m_axi_rready) | (m_axi_wvalid & m_axi_wready);
-assign wd_fire = wd_limit != 0 && idle_cycles >= {32'd0, wd_limit} && !irq;
-
 always @(posedge clk) begin
-    if (rst || wd_clear || activity || irq)
+    if (rst_r || wd_clear_r || activity || irq)
         idle_cycles <= 0;
     else if (!wd_fire)
         idle_cycles <= idle_cycles + 1;
+    wd_fire <= !rst_r && !wd_clear_r && wd_limit_r != 0 && idle_cycles >= {32'd0, wd_limit_r}
+               && !irq;
 end
 
 // ------------------------------------------------------------ progress and trace
@@ -243,10 +317,13 @@ initial begin
     idle_cycles = 0;
     irq_q = 0;
     wd_q = 0;
+    wd_fire = 0;
+    cmd_ack = 0;
+    cmd_busy = 0;
 end
 
 always @(posedge clk) begin
-    if (rst) begin
+    if (rst_r) begin
         cycle <= 0;
         last_fetch <= 32'hFFFF_FFFF;
         load_started <= 32'hFFFF_FFFF;
@@ -267,7 +344,7 @@ always @(posedge clk) begin
     end
     irq_q <= irq;
     wd_q <= wd_fire;
-    if (trace_fd != 0 && trace_en && !rst) begin
+    if (trace_fd != 0 && trace_en_r && !rst_r) begin
         if (evt_fetch_valid)
             $fwrite(trace_fd, "%0d fetch %0d dispatch\n", cycle, evt_fetch_index);
         if (evt_load_start)

@@ -148,8 +148,26 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
           build_args: Sequence[str] = (),
           waves: bool = False,
           force: bool = False,
-          log: bool = False) -> Build:
-    """Compile ``sources`` with ``top`` as top level, reusing a cached build when possible."""
+          log: bool = False,
+          public_modules: Sequence[str] | None = None,
+          cpp_sources: Sequence[Path | str] = (),
+          main_init: str = "") -> Build:
+    """Compile ``sources`` with ``top`` as top level, reusing a cached build when possible.
+
+    ``public_modules`` (Verilator only): make only these signals visible and
+    writable through VPI, instead of cocotb's default ``--public-flat-rw`` for
+    every signal; entries are ``"module"`` (all its signals) or
+    ``"module:pattern"`` (a signal name or ``*`` wildcard).  With every signal writable from
+    outside, Verilator must re-evaluate all combinational logic that reads any
+    of them whenever the design is evaluated (each clock toggle): a testbench
+    whose Python side touches only the top module runs several times faster.
+
+    ``cpp_sources`` and ``main_init`` (Verilator only): extra C++ files linked
+    into the simulator (their symbols exported, so Python can reach them with
+    ``ctypes.CDLL(None)``), and a C++ statement run in cocotb's ``main()`` right
+    after the model ``top`` is created (declarations go at file scope of the
+    C++ sources).
+    """
     version = simulator_version(simulator)
     import cocotb
 
@@ -158,11 +176,15 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
     parameters = dict(parameters or {})
     defines = dict(defines or {})
     digest = hashlib.sha256()
+    public = list(public_modules) if public_modules and simulator == "verilator" else None
     digest.update(json.dumps([simulator, version, cocotb.__version__, top, parameters,
-                              defines, list(build_args), waves,
+                              defines, list(build_args), waves, public,
                               sim_env().get("CXXFLAGS", "")], sort_keys=True,
                              default=str).encode())
+    cpp_sources = [Path(c).resolve() for c in cpp_sources] if simulator == "verilator" else []
+    digest.update(main_init.encode() if simulator == "verilator" else b"")
     _hash_files(sources, digest)
+    _hash_files(cpp_sources, digest)
     for inc in includes:
         _hash_files((p for p in inc.iterdir() if p.is_file()), digest)
     key = digest.hexdigest()[:16]
@@ -181,6 +203,17 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
             args += ["-Wno-fatal", "-O3"]
         with _patched_environ(sim_env()):
             runner = get_runner(simulator)
+            if public is not None:
+                vlt = build_dir.parent / f"{build_dir.name}.vlt"
+                lines = []
+                for entry in public:
+                    module, _, var = entry.partition(":")
+                    lines.append(f'public_flat_rw -module "{module}" -var "{var or "*"}"\n')
+                vlt.write_text("`verilator_config\n" + "".join(lines))
+                _restrict_public(runner, vlt)
+            if cpp_sources or (main_init and simulator == "verilator"):
+                main = build_dir.parent / f"{build_dir.name}-main.cpp"
+                _custom_main(runner, main, cpp_sources, main_init)
             try:
                 runner.build(sources=sources, hdl_toplevel=top, includes=includes,
                              defines=defines, parameters=parameters, build_args=args,
@@ -192,6 +225,45 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
                 ) from None
         stamp.write_text(json.dumps({"version": version, "parameters": parameters}, default=str))
     return result
+
+
+def _restrict_public(runner, vlt: Path) -> None:
+    """Make cocotb's Verilator build use ``vlt`` instead of ``--public-flat-rw``."""
+    original = runner._build_command
+
+    def command():
+        cmds = original()
+        cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"] + [str(vlt)]
+        return cmds
+
+    runner._build_command = command
+
+
+def _custom_main(runner, main: Path, cpp_sources: Sequence[Path], main_init: str) -> None:
+    """Build with a copy of cocotb's verilator.cpp running ``main_init``, plus ``cpp_sources``."""
+    from cocotb_tools import config as cocotb_config
+
+    original_cpp = cocotb_config.share_dir / "lib" / "verilator" / "verilator.cpp"
+    text = original_cpp.read_text()
+    anchor = 'std::unique_ptr<Vtop> top(new Vtop(""));'
+    if anchor not in text:
+        raise SimulatorError(f"cannot add start-up code to {original_cpp}: this cocotb version's "
+                             f"main() no longer contains {anchor!r}")
+    prelude = "class Vtop;\nextern Vtop* vta_fast_top;\n" if "vta_fast_top" in main_init else ""
+    text = text.replace('#include "verilated_vpi.h"', '#include "verilated_vpi.h"\n' + prelude, 1)
+    main.write_text(text.replace(anchor, anchor + "\n    " + main_init, 1))
+    previous = runner._build_command
+
+    def command():
+        cmds = previous()
+        argv = [str(main) if a == str(original_cpp) else a for a in cmds[0]]
+        if "-LDFLAGS" in argv:
+            i = argv.index("-LDFLAGS") + 1
+            argv[i] += " -Wl,--export-dynamic"
+        cmds[0] = argv + [str(c) for c in cpp_sources]
+        return cmds
+
+    runner._build_command = command
 
 
 def run(b: Build, test_module: str | Sequence[str], *, testcase: str | None = None,
