@@ -52,7 +52,7 @@ AXIL_TIMEOUT = 10_000
 CLOCK_NS = 10
 
 
-class LinkClosed(Exception):
+class LinkClosedError(Exception):
     """The host closed its end of the socket."""
 
 
@@ -70,7 +70,7 @@ class Link:
         while got < n:
             k = self.sock.recv_into(view[got:], n - got)
             if k == 0:
-                raise LinkClosed
+                raise LinkClosedError
             got += k
         return bytes(buf)
 
@@ -304,7 +304,7 @@ async def serve(dut):
     while True:
         try:
             req, payload = link.recv()
-        except LinkClosed:
+        except LinkClosedError:
             return
         op = req.get("op")
         out: dict = {"ok": True}

@@ -340,7 +340,7 @@ def _check_seed(devices, sim: str, preset: str, seed: int) -> None:
     assert r_trace == g_trace, (
         f"{sim}-{preset} seed {seed}: traces differ:\n"
         + "".join(f"  golden {a.line()}\n  rtl    {b.line()}\n"
-                  for a, b in zip(g_trace, r_trace) if a != b)[:2000])
+                  for a, b in zip(g_trace, r_trace, strict=False) if a != b)[:2000])
 
 
 @pytest.mark.parametrize("sim,preset", CASES, ids=[f"{s}-{p}" for s, p in CASES])

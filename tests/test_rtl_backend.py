@@ -123,7 +123,6 @@ def test_matmul_matches_numpy_and_counts_cycles(tiny, sim):
 def test_latency_and_stalls_change_cycles_not_results():
     """DRAM latency and random stalls (plusargs, same build) slow the run, never change it."""
     _require("icarus")
-    rng = np.random.default_rng(2)
     results = {}
     for opts in ({}, {"latency": (9, 5), "stall": 0.4, "seed": 7}):
         with vta.open_device("icarus", "tiny", **opts) as dev:
@@ -251,7 +250,8 @@ def test_wall_clock_timeout_kills_the_simulator():
     proc = dev.driver.transport._proc
     prog = build_matmul(dev.cfg, 4, 8, 4)
     dev.alloc(prog.end)
-    with pytest.raises(DeviceTimeoutError, match=r"did not answer run request within 2 s; it was killed"):
+    with pytest.raises(DeviceTimeoutError,
+                       match=r"did not answer run request within 2 s; it was killed"):
         dev.run(prog.insn_addr, prog.insn_count, timeout=2)
     assert proc.poll() is not None, "the simulator process must be gone"
     with pytest.raises(DeviceError, match="simulator is not running .*killed after"):
@@ -347,3 +347,72 @@ def test_waves_on_request(tmp_path):
         dev.run(prog.insn_addr, prog.insn_count)
         dev.free(buf)
     assert path.exists() and path.stat().st_size > 1000
+
+
+# ------------------------------------------------------------------ packaging
+WHEEL_SCRIPT = r'''
+import sys
+import numpy as np
+import vta
+from vta.programs import build_matmul
+from vta.sim.build import hdl_dir, sim_dir
+print("vta from", vta.__file__)
+print("hdl", hdl_dir(), "sim", sim_dir())
+for path in (vta.__file__, hdl_dir(), sim_dir()):
+    assert str(path).startswith(sys.prefix), f"{path} is not inside the fresh venv {sys.prefix}"
+with vta.open_device("icarus", "tiny") as dev:
+    prog = build_matmul(dev.cfg, 8, 16, 8)
+    rng = np.random.default_rng(0)
+    a = rng.integers(-128, 128, (8, 16), dtype=np.int8)
+    w = rng.integers(-128, 128, (8, 16), dtype=np.int8)
+    mem = np.zeros(prog.end, dtype=np.uint8)
+    prog.write(mem, a, w)
+    buf = dev.alloc(prog.end - 4096)
+    dev.write(buf, mem[4096:])
+    stats = dev.run(prog.insn_addr, prog.insn_count)
+    mem[4096:] = dev.read(buf)
+    assert np.array_equal(prog.read_result(mem), prog.expected(a, w))
+    print("OK cycles", stats.cycles)
+'''
+
+
+def test_wheel_installs_and_runs_outside_the_source_tree(tmp_path):
+    """Build the wheel, install it into a fresh venv, run a program on Icarus from elsewhere."""
+    import importlib.util
+    import subprocess
+    import sys
+    import sysconfig
+    from pathlib import Path
+
+    _require("icarus")
+    repo = Path(__file__).resolve().parents[1]
+    dist = tmp_path / "dist"
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(repo)]
+    if importlib.util.find_spec("hatchling") is not None:
+        cmd.insert(5, "--no-build-isolation")
+    subprocess.run(cmd, check=True, timeout=300)
+    wheel = next(dist.glob("vta-*.whl"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    py = venv / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True, timeout=300)
+    # dependencies (numpy, cocotb, ...) come from this environment; vta itself only from the
+    # wheel (a path added by a .pth file does not run that folder's own .pth files, so an
+    # editable install of vta there stays invisible)
+    site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                "['purelib'])"], check=True, capture_output=True, text=True,
+                               timeout=60).stdout.strip())
+    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (site / "zz_test_deps.pth").write_text("\n".join(sorted(deps)) + "\n")
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    (work / "check.py").write_text(WHEEL_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["VTA_CACHE_DIR"] = str(tmp_path / "cache")
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    out = subprocess.run([str(py), "check.py"], cwd=work, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, f"stdout:\n{out.stdout[-3000:]}\nstderr:\n{out.stderr[-3000:]}"
+    assert "OK cycles" in out.stdout
+    assert str(venv) in out.stdout

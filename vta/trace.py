@@ -3,8 +3,8 @@
 One line per retired instruction, tab-separated, so that ``diff`` works and the
 CLI reads either::
 
-    # cycle  module  index  raw                               disassembly                 tokens
-    1042     load    3      0000...0100000000010000000000009  LOAD INP sram_base=... ...  pop=g2l push=l2g
+    # cycle  module  index  raw            disassembly                 tokens
+    1042     load    3      0000...0009    LOAD INP sram_base=... ...  pop=g2l push=l2g
 
 =========== ==============================================================
 column      meaning

@@ -64,7 +64,7 @@ TB_PORTS = ("clk", "rst", "irq", "cmd_*", "bd_req", "bd_op", "bd_word", "bd_coun
             "last_fetch", "load_*", "compute_*", "store_*", "dram_*")
 
 
-class SimulatorCrashed(DeviceError):
+class SimulatorCrashError(DeviceError):
     """The simulator process died or sent something unexpected."""
 
 
@@ -194,7 +194,7 @@ class RTLTransport(Transport):
         try:
             hello, _ = self._recv("start-up", STARTUP_TIMEOUT)
             if not hello.get("ready"):
-                raise SimulatorCrashed(f"{backend} harness did not report ready: {hello}")
+                raise SimulatorCrashError(f"{backend} harness did not report ready: {hello}")
             if self.tracing:
                 self._call({"op": "trace", "on": True})
         except BaseException:
@@ -230,7 +230,7 @@ class RTLTransport(Transport):
                 f"killed (pid {proc.pid if proc else '?'}; log {self.log_file}):\n"
                 + self._log_tail())
         self._dead = f"exited with code {code} during {what}"
-        return SimulatorCrashed(
+        return SimulatorCrashError(
             f"the {self.name} simulator exited (code {code}) during {what}; last lines of its log "
             f"({self.log_file}):\n" + self._log_tail())
 
@@ -325,7 +325,7 @@ class RTLTransport(Transport):
         _, data = self._call({"op": "mem_read", "addr": addr, "nbytes": nbytes},
                              timeout=self.timeout + nbytes / 2e6)
         if len(data) != nbytes:
-            raise SimulatorCrashed(f"{self.name} harness returned {len(data)} bytes for a "
+            raise SimulatorCrashError(f"{self.name} harness returned {len(data)} bytes for a "
                                    f"{nbytes}-byte read")
         return data
 

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""RTL simulation figures, Verilator and Icarus side by side in one run.
+
+* **Simulation speed**: a GEMM-heavy stream (tiled int8 matmul, no ALU epilogue,
+  ``vta/programs.py``) on the default configuration; simulated cycles per
+  wall-clock second of the run itself (from START to ``irq``, as the harness
+  measures it) and end to end (the driver's run: register protocol and every
+  counter read included).  The same ``--size`` on both simulators, plus
+  ``--big`` on Verilator.
+* **GEMM-core utilisation** = MACs / (cycles x BATCH x BLOCK_IN x BLOCK_OUT):
+  the ``--big`` matmul (compute-bound) and each ResNet-18 layer C2..C11
+  through ``vta.ops.conv2d`` (upstream's epilogue), on Verilator.
+* **LOAD bandwidth**: one INP and one WGT load of the whole buffer; bytes per
+  cycle of the load engine's busy time against the bus width.
+* **Verilator build time**: from scratch (a fresh cache folder) and from cache.
+
+Every result is checked against NumPy.  Prints Markdown tables.
+
+    python scripts/bench/rtl_sim.py [--size 128] [--big 256] [--layers C2,...|none]
+                                    [--no-scratch-build] [--configs default]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import tempfile
+import time
+
+import _blas  # noqa: F401  (first: pins BLAS threads before NumPy loads)
+import numpy as np
+
+import vta
+from vta import ops
+from vta.isa import GemmInsn, MemId, MemInsn, Opcode, encode
+from vta.programs import build_matmul
+
+LAYERS = {  # name: (H, W, C_in, C_out, kernel, pad, stride), upstream's ResNet-18 layers
+    "C2": (56, 56, 64, 64, 3, 1, 1),
+    "C3": (56, 56, 64, 128, 3, 1, 2),
+    "C4": (56, 56, 64, 128, 1, 0, 2),
+    "C5": (28, 28, 128, 128, 3, 1, 1),
+    "C6": (28, 28, 128, 256, 3, 1, 2),
+    "C7": (28, 28, 128, 256, 1, 0, 2),
+    "C8": (14, 14, 256, 256, 3, 1, 1),
+    "C9": (14, 14, 256, 512, 3, 1, 2),
+    "C10": (14, 14, 256, 512, 1, 0, 2),
+    "C11": (7, 7, 512, 512, 3, 1, 1),
+}
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown cpu"
+
+
+def matmul_run(dev, size: int) -> dict:
+    """Run the size^3 GEMM-heavy matmul; check it; return its figures."""
+    cfg = dev.cfg
+    prog = build_matmul(cfg, size, size, size, shift=None)
+    rng = np.random.default_rng(size)
+    a = rng.integers(-128, 128, (size, size), dtype=np.int8)
+    w = rng.integers(-128, 128, (size, size), dtype=np.int8)
+    mem = np.zeros(prog.end, dtype=np.uint8)
+    prog.write(mem, a, w)
+    buf = dev.alloc(prog.end - 4096)
+    if buf.addr != 4096:
+        raise SystemExit("expected the first allocation at 0x1000 (build_matmul's base)")
+    dev.write(buf, mem[4096:])
+    stats = dev.run(prog.insn_addr, prog.insn_count)
+    full = np.zeros(prog.end, dtype=np.uint8)
+    full[4096:] = dev.read(buf)
+    dev.free(buf)
+    if not np.array_equal(prog.read_result(full), prog.expected(a, w)):
+        raise SystemExit(f"{dev.backend}: matmul {size} differs from NumPy")
+    t = dev.driver.transport
+    unit = cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT
+    return {"cycles": stats.cycles, "sim_s": t.last_run_seconds, "e2e_s": stats.wall_time,
+            "util": stats.gemm_uops * unit / (stats.cycles * unit), "insns": prog.insn_count,
+            "macs": size ** 3}
+
+
+def load_bandwidth(dev) -> list[tuple[str, int, int, float]]:
+    """(memory, bytes, load-busy cycles, bytes/cycle) for one whole-buffer INP and WGT load."""
+    cfg = dev.cfg
+    out = []
+    for mem, depth, elem in ((MemId.INP, cfg.INP_BUFF_DEPTH, cfg.INP_ELEM_BYTES),
+                             (MemId.WGT, cfg.WGT_BUFF_DEPTH, cfg.WGT_ELEM_BYTES)):
+        data = dev.alloc(depth * elem)
+        dev.write(data, np.random.default_rng(1).integers(0, 256, depth * elem, dtype=np.uint8))
+        stream = encode(MemInsn(opcode=Opcode.LOAD, memory_type=mem, dram_base=data.addr // elem,
+                                y_size=1, x_size=depth, x_stride=depth), cfg)
+        stream += encode(GemmInsn(opcode=Opcode.FINISH), cfg)
+        insns = dev.alloc(len(stream))
+        dev.write(insns, stream)
+        stats = dev.run(insns, 2)
+        nbytes = stats.inp_load_bytes + stats.wgt_load_bytes
+        out.append((mem.name, nbytes, stats.load_busy, nbytes / stats.load_busy))
+        dev.free(insns)
+        dev.free(data)
+    return out
+
+
+def resnet(dev, layers: list[str]) -> list[tuple]:
+    rows = []
+    rng = np.random.default_rng(0)
+    cfg = dev.cfg
+    unit = cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT
+    for name in layers:
+        h, w, ci, co, k, pad, stride = LAYERS[name]
+        data = rng.integers(-8, 8, (1, ci, h, w), dtype=np.int8)
+        kernel = rng.integers(-8, 8, (co, ci, k, k), dtype=np.int8)
+        start = time.perf_counter()
+        out, stats = ops.conv2d(dev, data, kernel, stride=stride, padding=pad, shift=8,
+                                relu=True, clip=(0, 127), return_stats=True)
+        wall = time.perf_counter() - start
+        oh, ow = out.shape[2], out.shape[3]
+        macs = oh * ow * co * ci * k * k
+        rows.append((name, stats.cycles, macs, macs / (stats.cycles * unit),
+                     stats.gemm_uops * unit / (stats.cycles * unit), wall, stats.runs))
+    return rows
+
+
+def build_times(cfg) -> tuple[float, float]:
+    from vta.driver import rtl
+
+    saved = os.environ.get("VTA_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="vta-bench-cache-") as tmp:
+        os.environ["VTA_CACHE_DIR"] = tmp
+        try:
+            start = time.perf_counter()
+            rtl.build_testbench("verilator", cfg)
+            scratch = time.perf_counter() - start
+            start = time.perf_counter()
+            b = rtl.build_testbench("verilator", cfg)
+            cached = time.perf_counter() - start
+            assert b.cached
+        finally:
+            if saved is None:
+                os.environ.pop("VTA_CACHE_DIR", None)
+            else:
+                os.environ["VTA_CACHE_DIR"] = saved
+    return scratch, cached
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=128, help="matmul size on both simulators")
+    parser.add_argument("--big", type=int, default=256, help="compute-bound matmul on Verilator")
+    parser.add_argument("--config", default="default")
+    parser.add_argument("--layers", default=",".join(LAYERS),
+                        help="ResNet-18 layers on Verilator (comma-separated, or 'none')")
+    parser.add_argument("--no-scratch-build", action="store_true",
+                        help="skip the from-scratch Verilator build timing")
+    parser.add_argument("--blas-threads", default="1")
+    args = parser.parse_args()
+    cfg = vta.Config.load(args.config)
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores ({cpu_name()}), "
+          f"Python {platform.python_version()}; configuration {cfg.name} ({cfg.bitstream}, "
+          f"bus {cfg.BUS_WIDTH} bits)\n")
+
+    if not args.no_scratch_build:
+        scratch, cached = build_times(cfg)
+        print("| Verilator build of vta_tb | seconds |\n|---|---:|")
+        print(f"| from scratch | {scratch:.1f} |\n| from cache | {cached:.3f} |\n")
+
+    speed = []
+    for sim in ("verilator", "icarus"):
+        start = time.perf_counter()
+        with vta.open_device(sim, cfg) as dev:
+            opened = time.perf_counter() - start
+            speed.append((sim, args.size, matmul_run(dev, args.size), opened))
+            if sim == "verilator":
+                big = matmul_run(dev, args.big)
+                speed.append((sim, args.big, big, None))
+                bandwidth = load_bandwidth(dev)
+                layers = [] if args.layers == "none" else args.layers.split(",")
+                rows = resnet(dev, layers)
+    print("| simulator | matmul | instructions | cycles | run s | cycles/s (run) | "
+          "cycles/s (end to end) | GEMM utilisation | device open s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for sim, size, r, opened in speed:
+        print(f"| {sim} | {size}^3 | {r['insns']} | {r['cycles']:,} | {r['sim_s']:.3f} | "
+              f"{r['cycles'] / r['sim_s']:,.0f} | {r['cycles'] / r['e2e_s']:,.0f} | "
+              f"{r['util']:.1%} | {'' if opened is None else f'{opened:.2f}'} |")
+    print("\n| LOAD | bytes | load-busy cycles | bytes/cycle | bus bytes/cycle | of the bus |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, nbytes, cycles, bpc in bandwidth:
+        print(f"| {name} | {nbytes:,} | {cycles:,} | {bpc:.2f} | {cfg.BUS_BYTES} | "
+              f"{bpc / cfg.BUS_BYTES:.1%} |")
+    if rows:
+        print("\n| layer | cycles | MACs | GEMM utilisation | (incl. padding MACs) | wall s "
+              "| runs |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for name, cycles, macs, util, util_pad, wall, runs in rows:
+            print(f"| {name} | {cycles:,} | {macs:,} | {util:.1%} | {util_pad:.1%} | "
+                  f"{wall:.2f} | {runs} |")
+
+
+if __name__ == "__main__":
+    main()
