@@ -2,7 +2,7 @@
 
 ``pytest --backend golden --backend verilator`` runs every test that uses the
 ``backend`` / ``device`` / ``open_dev`` fixtures once per backend (default:
-golden only).  Devices are opened once per (backend, preset) for the session
+golden only, or the comma-separated list in ``$VTA_TEST_BACKENDS``).  Devices are opened once per (backend, preset) for the session
 and reused, as a simulator would be.
 
 Simulated backends run only some presets by default (Icarus: tiny; Verilator:
@@ -39,7 +39,8 @@ RTL_PRESETS = {"icarus": ("tiny",), "verilator": ("tiny", "default")}
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames:
-        backends = metafunc.config.getoption("--backend") or ["golden"]
+        env = [b for b in os.environ.get("VTA_TEST_BACKENDS", "").split(",") if b]
+        backends = metafunc.config.getoption("--backend") or env or ["golden"]
         metafunc.parametrize("backend", backends, scope="session")
 
 
