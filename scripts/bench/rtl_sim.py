@@ -30,24 +30,15 @@ import time
 
 import _blas  # noqa: F401  (first: pins BLAS threads before NumPy loads)
 import numpy as np
+from conv2d_resnet import (
+    LAYERS,  # noqa: E402  name: (H, W, C_in, C_out, kernel, pad, stride)
+    numpy_conv2d,  # noqa: E402  (same folder)
+)
 
 import vta
 from vta import ops
 from vta.isa import GemmInsn, MemId, MemInsn, Opcode, encode
 from vta.programs import build_matmul
-
-LAYERS = {  # name: (H, W, C_in, C_out, kernel, pad, stride), upstream's ResNet-18 layers
-    "C2": (56, 56, 64, 64, 3, 1, 1),
-    "C3": (56, 56, 64, 128, 3, 1, 2),
-    "C4": (56, 56, 64, 128, 1, 0, 2),
-    "C5": (28, 28, 128, 128, 3, 1, 1),
-    "C6": (28, 28, 128, 256, 3, 1, 2),
-    "C7": (28, 28, 128, 256, 1, 0, 2),
-    "C8": (14, 14, 256, 256, 3, 1, 1),
-    "C9": (14, 14, 256, 512, 3, 1, 2),
-    "C10": (14, 14, 256, 512, 1, 0, 2),
-    "C11": (7, 7, 512, 512, 3, 1, 1),
-}
 
 
 def cpu_name() -> str:
@@ -121,6 +112,8 @@ def resnet(dev, layers: list[str]) -> list[tuple]:
         out, stats = ops.conv2d(dev, data, kernel, stride=stride, padding=pad, shift=8,
                                 relu=True, clip=(0, 127), return_stats=True)
         wall = time.perf_counter() - start
+        if not np.array_equal(out, numpy_conv2d(data, kernel, stride, pad)):
+            raise SystemExit(f"{dev.backend}: conv2d {name} differs from NumPy")
         oh, ow = out.shape[2], out.shape[3]
         macs = oh * ow * co * ci * k * k
         rows.append((name, stats.cycles, macs, macs / (stats.cycles * unit),
