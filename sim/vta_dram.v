@@ -29,10 +29,14 @@
  *
  * Backdoor (host access without per-beat Python): the testbench sets bd_op,
  * bd_word and bd_count, then changes bd_req.  On the next rising edge the
- * model runs $readmemh (bd_op 1: file -> words bd_word .. bd_word+bd_count-1)
- * or $writememh (bd_op 2: those words -> file) on the file named by the
- * +DRAM_BD_FILE= plusarg, and copies bd_req to bd_ack.  Words are DATA_WIDTH
- * bits, byte 0 in bits [7:0] (little-endian), one hex word per line.
+ * model copies words bd_word .. bd_word+bd_count-1 from or to the file named
+ * by the +DRAM_BD_FILE= plusarg, and copies bd_req to bd_ack:
+ *   bd_op 1: $readmemh (file -> memory; one hex word per line, most
+ *            significant digit first)
+ *   bd_op 2: $writememh (memory -> file, same text format)
+ *   bd_op 3: $fread (file -> memory; raw bytes, each word most significant
+ *            byte first): no text to parse, the fastest host write
+ * Words are DATA_WIDTH bits, byte 0 of a word in bits [7:0] (little-endian).
  */
 module vta_dram #(
     // AXI data width in bits (64..512)
@@ -225,7 +229,7 @@ function crosses_4k(input [ADDR_WIDTH-1:0] a, input [7:0] len, input [2:0] size)
     end
 endfunction
 
-integer i;
+integer i, bd_fd, bd_n;
 reg r_next, w_next;
 reg [DATA_WIDTH-1:0] word;
 reg [ADDR_WIDTH-1:0] widx;
@@ -356,10 +360,15 @@ always @(posedge clk) begin
 
     // backdoor
     if (bd_req != bd_ack) begin
-        if (bd_op == 2'd1)
+        if (bd_op == 2'd1) begin
             $readmemh(bd_file, mem, bd_word, bd_word + bd_count - 1);
-        else if (bd_op == 2'd2)
+        end else if (bd_op == 2'd2) begin
             $writememh(bd_file, mem, bd_word, bd_word + bd_count - 1);
+        end else if (bd_op == 2'd3) begin
+            bd_fd = $fopen(bd_file, "rb");
+            bd_n = $fread(mem, bd_fd, bd_word, bd_count);
+            $fclose(bd_fd);
+        end
         bd_ack <= bd_req;
     end
 

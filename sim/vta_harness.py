@@ -33,6 +33,7 @@ quit       --                                  -- (the simulation ends)
 
 from __future__ import annotations
 
+import binascii
 import json
 import os
 import socket
@@ -177,14 +178,7 @@ class Harness:
 
     async def _dump_words(self, word: int, count: int) -> np.ndarray:
         await self._backdoor(2, word, count)
-        text = self.bd_file.read_bytes()
-        lines = [ln for ln in text.split() if not ln.startswith((b"//", b"@", b"0x"))]
-        hexdigits = b"".join(lines).translate(_XZ_TO_ZERO)
-        if len(hexdigits) != 2 * self.word_bytes * count:
-            raise RuntimeError(f"DRAM backdoor dump of {count} words returned "
-                               f"{len(hexdigits) // 2} bytes")
-        raw = np.frombuffer(bytes.fromhex(hexdigits.decode()), dtype=np.uint8)
-        return raw.reshape(count, self.word_bytes)[:, ::-1].reshape(-1)
+        return _decode_words(self.bd_file.read_bytes(), count, self.word_bytes)
 
     def _check(self, addr: int, nbytes: int) -> None:
         if addr < 0 or nbytes < 0 or addr + nbytes > self.mem_bytes:
@@ -218,12 +212,9 @@ class Harness:
                 tail = await self._dump_words(end - 1, 1)
                 buf[-w:] = tail
         buf[off:off + nbytes] = np.frombuffer(payload, dtype=np.uint8)
-        digits = np.frombuffer(buf.reshape(count, w)[:, ::-1].tobytes().hex().encode(),
-                               dtype=np.uint8).reshape(count, 2 * w)
-        lines = np.full((count, 2 * w + 1), ord("\n"), dtype=np.uint8)
-        lines[:, :-1] = digits
-        self.bd_file.write_bytes(lines.tobytes())
-        await self._backdoor(1, first, count)
+        # raw big-endian words for $fread (bd_op 3)
+        self.bd_file.write_bytes(buf.reshape(count, w)[:, ::-1].tobytes())
+        await self._backdoor(3, first, count)
 
     # ------------------------------------------------------------ runs
     async def run(self, watchdog: int) -> dict:
@@ -292,6 +283,26 @@ class Harness:
 
 
 _XZ_TO_ZERO = bytes.maketrans(b"xXzZ", b"0000")
+
+
+def _decode_words(text: bytes, count: int, w: int) -> np.ndarray:
+    """Bytes of ``count`` words from ``$writememh`` text (comment / address lines skipped)."""
+    start = 0
+    while text.startswith((b"//", b"@"), start):  # leading comment lines (Icarus)
+        start = text.index(b"\n", start) + 1
+    body = text[start:]
+    if len(body) == count * (2 * w + 1):  # fast path: one word per line, nothing else
+        digits = np.frombuffer(body, dtype=np.uint8).reshape(count, 2 * w + 1)[:, :-1]
+        hexdigits = digits.tobytes()
+    else:
+        lines = (ln.strip() for ln in body.splitlines())
+        hexdigits = b"".join(ln for ln in lines if ln and not ln.startswith((b"//", b"@")))
+    hexdigits = hexdigits.translate(_XZ_TO_ZERO)
+    if len(hexdigits) != 2 * w * count:
+        raise RuntimeError(f"DRAM backdoor dump of {count} words returned {len(hexdigits) // 2} "
+                           "bytes")
+    raw = np.frombuffer(binascii.unhexlify(hexdigits), dtype=np.uint8)
+    return raw.reshape(count, w)[:, ::-1].reshape(-1)
 
 
 @cocotb.test()

@@ -349,8 +349,11 @@ def test_random_programs(devices, sim, preset):
         _check_seed(devices, sim, preset, seed)
 
 
+SLOW_CASES = [*CASES, ("verilator", "aws")]  # aws: 512-bit bus
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("sim,preset", CASES, ids=[f"{s}-{p}" for s, p in CASES])
+@pytest.mark.parametrize("sim,preset", SLOW_CASES, ids=[f"{s}-{p}" for s, p in SLOW_CASES])
 def test_random_programs_long(devices, sim, preset):
     for seed in seeds("1000-1199"):
         _check_seed(devices, sim, preset, seed)

@@ -11,7 +11,10 @@ parent-death signal all end it).
 Options (``vta.open_device("verilator", cfg, **options)``):
 
 ============== ===================================================================
-waves          ``True`` or a file path: dump a waveform (FST) of the whole session
+waves          ``True`` or a file path: dump a waveform of the whole session (VCD on
+               Verilator -- its FST writer needs liblz4 headers -- FST on Icarus);
+               ``True`` puts it in the session folder (``waves_file``), kept after
+               ``close()``; a separate build, and Verilator runs use the GPI clock
 trace          ``True``: record a per-instruction trace of every run
                (:attr:`RTLTransport.last_trace`); a path: also append it there
                in the :mod:`vta.trace` format
@@ -106,8 +109,6 @@ def build_testbench(backend: str, cfg: Config, *, mem_size: int | None = None,
         # One compilation unit: the wheel's verilated.mk cannot build split
         # sources with a precompiled header.
         args += ["--output-split", "0"]
-        if waves:
-            args += ["--trace-fst"]
     sources = [*hdlgen.hdl_sources(), *_tb_sources()]
     return simbuild.build(backend, "vta_tb", sources, parameters=params,
                           includes=[hdlgen.header_dir(cfg)], build_args=args, waves=waves,
@@ -147,8 +148,9 @@ class RTLTransport(Transport):
         self.keep_workdir = bool(waves) and not isinstance(waves, (str, Path))
         self.waves_file: Path | None = None
         if waves:
+            suffix = "vcd" if backend == "verilator" else "fst"
             self.waves_file = (Path(waves).resolve() if isinstance(waves, (str, Path))
-                               else self.workdir / "vta_tb.fst")
+                               else self.workdir / f"vta_tb.{suffix}")
         self.trace_path = Path(trace) if isinstance(trace, (str, Path)) else None
         self.tracing = bool(trace)
         self.last_trace: list = []
