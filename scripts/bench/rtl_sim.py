@@ -152,6 +152,9 @@ def main() -> None:
                         help="ResNet-18 layers on Verilator (comma-separated, or 'none')")
     parser.add_argument("--no-scratch-build", action="store_true",
                         help="skip the from-scratch Verilator build timing")
+    parser.add_argument("--bus-configs", default="aws",
+                        help="further presets whose LOAD bandwidth is measured on Verilator "
+                             "(comma-separated, or 'none'; aws: 512-bit bus)")
     parser.add_argument("--blas-threads", default="1")
     args = parser.parse_args()
     cfg = vta.Config.load(args.config)
@@ -173,7 +176,7 @@ def main() -> None:
             if sim == "verilator":
                 big = matmul_run(dev, args.big)
                 speed.append((sim, args.big, big, None))
-                bandwidth = load_bandwidth(dev)
+                bandwidth = [(cfg.name, cfg.BUS_BYTES, *row) for row in load_bandwidth(dev)]
                 layers = [] if args.layers == "none" else args.layers.split(",")
                 rows = resnet(dev, layers)
     print("| simulator | matmul | instructions | cycles | run s | cycles/s (run) | "
@@ -183,11 +186,15 @@ def main() -> None:
         print(f"| {sim} | {size}^3 | {r['insns']} | {r['cycles']:,} | {r['sim_s']:.3f} | "
               f"{r['cycles'] / r['sim_s']:,.0f} | {r['cycles'] / r['e2e_s']:,.0f} | "
               f"{r['util']:.1%} | {'' if opened is None else f'{opened:.2f}'} |")
-    print("\n| LOAD | bytes | load-busy cycles | bytes/cycle | bus bytes/cycle | of the bus |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, nbytes, cycles, bpc in bandwidth:
-        print(f"| {name} | {nbytes:,} | {cycles:,} | {bpc:.2f} | {cfg.BUS_BYTES} | "
-              f"{bpc / cfg.BUS_BYTES:.1%} |")
+    for preset in [] if args.bus_configs == "none" else args.bus_configs.split(","):
+        with vta.open_device("verilator", preset) as dev:
+            bandwidth += [(preset, dev.cfg.BUS_BYTES, *row) for row in load_bandwidth(dev)]
+    print("\n| config | LOAD | bytes | load-busy cycles | bytes/cycle | bus bytes/cycle | "
+          "of the bus |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for preset, bus, name, nbytes, cycles, bpc in bandwidth:
+        print(f"| {preset} | {name} | {nbytes:,} | {cycles:,} | {bpc:.2f} | {bus} | "
+              f"{bpc / bus:.1%} |")
     if rows:
         print("\n| layer | cycles | MACs | GEMM utilisation | (incl. padding MACs) | wall s "
               "| runs |")
