@@ -420,3 +420,25 @@ def test_wheel_installs_and_runs_outside_the_source_tree(tmp_path):
     assert out.returncode == 0, f"stdout:\n{out.stdout[-3000:]}\nstderr:\n{out.stderr[-3000:]}"
     assert "OK cycles" in out.stdout
     assert str(venv) in out.stdout
+
+
+# ------------------------------------------------------------------ trace format
+def test_trace_format_round_trip_and_errors():
+    cfg = vta.Config.load("default")
+    insn = MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, dram_base=16, y_size=1, x_size=2,
+                   x_stride=2, pop_next_dep=1, push_next_dep=1)
+    raw = int.from_bytes(encode(insn, cfg), "little")
+    rec = vtrace.record(1042, "load", 3, raw, cfg)
+    assert rec.popped == ("g2l",) and rec.pushed == ("l2g",)
+    line = rec.line()
+    assert line.split("\t")[:3] == ["1042", "load", "3"]
+    assert line.endswith("\tpop=g2l push=l2g")
+    assert vtrace.parse_line(line) == rec
+    assert vtrace.parse_line("# comment") is None and vtrace.parse_line("  ") is None
+    with pytest.raises(ValueError, match="trace line must have 6 tab-separated columns, not 2"):
+        vtrace.parse_line("1\tload")
+    with pytest.raises(ValueError, match="module must be one of load, compute, store, not 'x'"):
+        vtrace.record(0, "x", 0, raw, cfg)
+    with pytest.raises(ValueError, match="beyond the 1-instruction stream"):
+        vtrace.from_monitor(["5 load 4 retire"], encode(insn, cfg), cfg)
+    assert vtrace.from_monitor(["5 load 0 start", "7 fetch 0 dispatch"], b"", cfg) == []
