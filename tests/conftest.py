@@ -2,8 +2,8 @@
 
 ``pytest --backend golden --backend verilator`` runs every test that uses the
 ``backend`` / ``device`` / ``open_dev`` fixtures once per backend (default:
-golden only, or the comma-separated list in ``$VTA_TEST_BACKENDS``).  Devices are opened once per (backend, preset) for the session
-and reused, as a simulator would be.
+golden only, or the comma-separated list in ``$VTA_TEST_BACKENDS``).  Devices are
+opened once per (backend, preset) for the session and reused, as a simulator would be.
 
 Simulated backends run only some presets by default (Icarus: tiny; Verilator:
 tiny and default); a test asking for another preset is skipped with the reason.

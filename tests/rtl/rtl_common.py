@@ -27,12 +27,17 @@ SIMULATORS = ("verilator", "icarus")
 VERILATOR_ARGS = ("--output-split", "0")
 
 
-def sim_params(presets_verilator=("tiny", "default"), presets_icarus=("tiny",)):
-    """pytest parameters (simulator, preset), skipped when a simulator is missing."""
+def sim_params(presets_verilator=("tiny", "default"), presets_icarus=("tiny",), slow=("aws",)):
+    """pytest parameters (simulator, preset); presets in ``slow`` carry the slow marker.
+
+    The default run keeps CI short (each preset is one more simulator build and
+    run per module); ``pytest -m slow tests/rtl`` runs the rest.
+    """
     out = []
     for sim, presets in (("verilator", presets_verilator), ("icarus", presets_icarus)):
         for preset in presets:
-            out.append(pytest.param(sim, preset, id=f"{sim}-{preset}"))
+            marks = (pytest.mark.slow,) if preset in slow else ()
+            out.append(pytest.param(sim, preset, id=f"{sim}-{preset}", marks=marks))
     return out
 
 
@@ -45,9 +50,18 @@ def require(simulator: str) -> None:
         pytest.skip(str(exc))
 
 
-def build_and_run(simulator: str, preset: str, top: str, test_module: str, *,
-                  sources=None, parameters=None, extra_env=None, testcase=None,
-                  mem_size: int | None = None):
+def build_and_run(
+    simulator: str,
+    preset: str,
+    top: str,
+    test_module: str,
+    *,
+    sources=None,
+    parameters=None,
+    extra_env=None,
+    testcase=None,
+    mem_size: int | None = None,
+):
     """Build ``top`` (hdl/ sources plus wrappers) for ``preset`` and run ``test_module``."""
     import vta
     from vta import hdlgen
@@ -58,8 +72,14 @@ def build_and_run(simulator: str, preset: str, top: str, test_module: str, *,
     hdr = hdlgen.header_dir(cfg)
     srcs = list(hdlgen.hdl_sources()) + list(sources or [])
     params = dict(parameters or {})
-    b = simbuild.build(simulator, top, srcs, parameters=params, includes=[hdr, WRAPPERS],
-                       build_args=VERILATOR_ARGS if simulator == "verilator" else ())
+    b = simbuild.build(
+        simulator,
+        top,
+        srcs,
+        parameters=params,
+        includes=[hdr, WRAPPERS],
+        build_args=VERILATOR_ARGS if simulator == "verilator" else (),
+    )
     env = {"VTA_PRESET": preset, "VTA_SIM": simulator, "PYTHONHASHSEED": "0"}
     if mem_size is not None:
         env["VTA_MEM_SIZE"] = str(mem_size)
@@ -102,8 +122,13 @@ def every_other():
 
 def stall_axi_ram(ram, seed: int, busy: float = 0.3) -> None:
     """Random backpressure and idle cycles on all five channels of a cocotbext AxiRam."""
-    chans = [ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel,
-             ram.read_if.ar_channel, ram.read_if.r_channel]
+    chans = [
+        ram.write_if.aw_channel,
+        ram.write_if.w_channel,
+        ram.write_if.b_channel,
+        ram.read_if.ar_channel,
+        ram.read_if.r_channel,
+    ]
     for i, ch in enumerate(chans):
         ch.set_pause_generator(random_pause(seed * 7 + i, busy))
 
@@ -218,7 +243,7 @@ def expected_load(mem: bytes, insn, elem_bytes: int) -> list[bytes]:
             r, c = y - insn.y_pad_0, x - insn.x_pad_0
             if 0 <= r < insn.y_size and 0 <= c < insn.x_size:
                 a = (insn.dram_base + r * insn.x_stride + c) * elem_bytes
-                out.append(bytes(mem[a:a + elem_bytes]))
+                out.append(bytes(mem[a : a + elem_bytes]))
             else:
                 out.append(zero)
     return out

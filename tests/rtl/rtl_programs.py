@@ -37,9 +37,9 @@ class Program:
     def image(self, cfg: Config, mem_size: int) -> np.ndarray:
         mem = np.zeros(mem_size, dtype=np.uint8)
         for addr, data in self.writes:
-            mem[addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
-        s = self.stream(cfg)[:max(0, mem_size - self.insn_addr)]
-        mem[self.insn_addr:self.insn_addr + len(s)] = np.frombuffer(s, dtype=np.uint8)
+            mem[addr : addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        s = self.stream(cfg)[: max(0, mem_size - self.insn_addr)]
+        mem[self.insn_addr : self.insn_addr + len(s)] = np.frombuffer(s, dtype=np.uint8)
         return mem
 
 
@@ -52,8 +52,9 @@ class Outcome:
     counters: dict
 
 
-def golden_run(cfg: Config, prog: Program, mem_size: int,
-               model: GoldenModel | None = None) -> Outcome:
+def golden_run(
+    cfg: Config, prog: Program, mem_size: int, model: GoldenModel | None = None
+) -> Outcome:
     """Run ``prog`` on the golden model; the outcome as the registers would report it.
 
     Pass the same ``model`` for consecutive programs: scratchpads persist across
@@ -75,16 +76,21 @@ def golden_run(cfg: Config, prog: Program, mem_size: int,
 
 
 # ------------------------------------------------------------------ builders
-def matmul(cfg: Config, rng: np.random.Generator, m: int, k: int, n: int,
-           shift: int | None = 4) -> Program:
-    from vta.programs import build_matmul, encode_uop as _eu, pack_inp, pack_wgt
+def matmul(
+    cfg: Config, rng: np.random.Generator, m: int, k: int, n: int, shift: int | None = 4
+) -> Program:
+    from vta.programs import build_matmul, pack_inp, pack_wgt
+    from vta.programs import encode_uop as _eu
 
     p = build_matmul(cfg, m, k, n, shift=shift)
     a = rng.integers(-128, 128, size=(m, k), dtype=np.int8)
     w = rng.integers(-128, 128, size=(n, k), dtype=np.int8)
     prog = Program(f"matmul{m}x{k}x{n}", insns=list(p.insns), insn_addr=p.insn_addr)
-    prog.writes = [(p.inp_addr, pack_inp(a, cfg).tobytes()), (p.wgt_addr, pack_wgt(w, cfg).tobytes()),
-                   (p.uop_addr, b"".join(_eu(u, cfg) for u in p.uops))]
+    prog.writes = [
+        (p.inp_addr, pack_inp(a, cfg).tobytes()),
+        (p.wgt_addr, pack_wgt(w, cfg).tobytes()),
+        (p.uop_addr, b"".join(_eu(u, cfg) for u in p.uops)),
+    ]
     return prog
 
 
@@ -105,13 +111,21 @@ def mixed(cfg: Config, rng: np.random.Generator) -> Program:
     same dst back to back), every ALU op with and without immediate; store:
     strided 2-D store.  Tokens order the engines; the stream ends with FINISH.
     """
-    inp_e, wgt_e, acc_e, out_e = (cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES, cfg.ACC_ELEM_BYTES,
-                                  cfg.OUT_ELEM_BYTES)
+    inp_e, wgt_e, acc_e, out_e = (
+        cfg.INP_ELEM_BYTES,
+        cfg.WGT_ELEM_BYTES,
+        cfg.ACC_ELEM_BYTES,
+        cfg.OUT_ELEM_BYTES,
+    )
     acc8_e = cfg.BATCH * cfg.BLOCK_OUT
     inp_addr, wgt_addr, acc_addr, acc8_addr = 1 * PAGE, 2 * PAGE, 4 * PAGE, 6 * PAGE
     uop_addr, out_addr, insn_addr = 7 * PAGE, 8 * PAGE, 12 * PAGE
-    writes = [(inp_addr, _rand_bytes(rng, 24 * inp_e)), (wgt_addr, _rand_bytes(rng, 8 * wgt_e)),
-              (acc_addr, _acc_bytes(rng, 24, cfg)), (acc8_addr, _rand_bytes(rng, 24 * acc8_e))]
+    writes = [
+        (inp_addr, _rand_bytes(rng, 24 * inp_e)),
+        (wgt_addr, _rand_bytes(rng, 8 * wgt_e)),
+        (acc_addr, _acc_bytes(rng, 24, cfg)),
+        (acc8_addr, _rand_bytes(rng, 24 * acc8_e)),
+    ]
     uops = []
 
     def kernel(body):
@@ -121,61 +135,196 @@ def mixed(cfg: Config, rng: np.random.Generator) -> Program:
 
     # ACC layout: 0..23 ACC load (4 rows x 6 with pads), 24..35 ACC_8BIT load, 36..47 GEMM
     gemm_reset = kernel([Uop(dst_idx=36 + j) for j in range(4)])
-    gemm_body = kernel([Uop(dst_idx=36, src_idx=0, wgt_idx=0), Uop(dst_idx=36, src_idx=1, wgt_idx=1),
-                        Uop(dst_idx=37, src_idx=2, wgt_idx=1), Uop(dst_idx=36, src_idx=3, wgt_idx=2),
-                        Uop(dst_idx=37, src_idx=4, wgt_idx=3)])
-    alu_k = [kernel([Uop(dst_idx=int(rng.integers(0, 24)), src_idx=int(rng.integers(0, 48)))
-                     for _ in range(3)]) for _ in range(6)]
-    chain = kernel([Uop(dst_idx=5, src_idx=6), Uop(dst_idx=5, src_idx=5), Uop(dst_idx=6, src_idx=5),
-                    Uop(dst_idx=5, src_idx=6)])
+    gemm_body = kernel(
+        [
+            Uop(dst_idx=36, src_idx=0, wgt_idx=0),
+            Uop(dst_idx=36, src_idx=1, wgt_idx=1),
+            Uop(dst_idx=37, src_idx=2, wgt_idx=1),
+            Uop(dst_idx=36, src_idx=3, wgt_idx=2),
+            Uop(dst_idx=37, src_idx=4, wgt_idx=3),
+        ]
+    )
+    alu_k = [
+        kernel(
+            [
+                Uop(dst_idx=int(rng.integers(0, 24)), src_idx=int(rng.integers(0, 48)))
+                for _ in range(3)
+            ]
+        )
+        for _ in range(6)
+    ]
+    chain = kernel(
+        [
+            Uop(dst_idx=5, src_idx=6),
+            Uop(dst_idx=5, src_idx=5),
+            Uop(dst_idx=6, src_idx=5),
+            Uop(dst_idx=5, src_idx=6),
+        ]
+    )
     insns = [
         # load engine: INP with all four pads, WGT with a stride
-        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=0,
-                dram_base=inp_addr // inp_e + 1, y_size=2, x_size=3, x_stride=5,
-                y_pad_0=1, y_pad_1=1, x_pad_0=1, x_pad_1=2),
-        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.WGT, sram_base=0,
-                dram_base=wgt_addr // wgt_e, y_size=2, x_size=3, x_stride=3, x_pad_1=1,
-                push_next_dep=1),
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.INP,
+            sram_base=0,
+            dram_base=inp_addr // inp_e + 1,
+            y_size=2,
+            x_size=3,
+            x_stride=5,
+            y_pad_0=1,
+            y_pad_1=1,
+            x_pad_0=1,
+            x_pad_1=2,
+        ),
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.WGT,
+            sram_base=0,
+            dram_base=wgt_addr // wgt_e,
+            y_size=2,
+            x_size=3,
+            x_stride=3,
+            x_pad_1=1,
+            push_next_dep=1,
+        ),
         # compute: micro-ops, ACC loads
-        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0,
-                dram_base=uop_addr // 4, y_size=1, x_size=len(uops), x_stride=len(uops)),
-        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC, sram_base=0,
-                dram_base=acc_addr // acc_e + 2, y_size=2, x_size=3, x_stride=7,
-                y_pad_0=1, y_pad_1=1, x_pad_0=2, x_pad_1=1),
-        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC_8BIT, sram_base=24,
-                dram_base=acc8_addr // acc8_e + 3, y_size=3, x_size=4, x_stride=4),
-        GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=gemm_reset[0], uop_end=gemm_reset[1],
-                 iter_out=3, iter_in=1, dst_factor_out=4, pop_prev_dep=1),
-        GemmInsn(opcode=Opcode.GEMM, uop_bgn=gemm_body[0], uop_end=gemm_body[1],
-                 iter_out=3, iter_in=2, dst_factor_out=4, dst_factor_in=0,
-                 src_factor_out=2, src_factor_in=5, wgt_factor_out=1, wgt_factor_in=2),
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.UOP,
+            sram_base=0,
+            dram_base=uop_addr // 4,
+            y_size=1,
+            x_size=len(uops),
+            x_stride=len(uops),
+        ),
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.ACC,
+            sram_base=0,
+            dram_base=acc_addr // acc_e + 2,
+            y_size=2,
+            x_size=3,
+            x_stride=7,
+            y_pad_0=1,
+            y_pad_1=1,
+            x_pad_0=2,
+            x_pad_1=1,
+        ),
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.ACC_8BIT,
+            sram_base=24,
+            dram_base=acc8_addr // acc8_e + 3,
+            y_size=3,
+            x_size=4,
+            x_stride=4,
+        ),
+        GemmInsn(
+            opcode=Opcode.GEMM,
+            reset_reg=1,
+            uop_bgn=gemm_reset[0],
+            uop_end=gemm_reset[1],
+            iter_out=3,
+            iter_in=1,
+            dst_factor_out=4,
+            pop_prev_dep=1,
+        ),
+        GemmInsn(
+            opcode=Opcode.GEMM,
+            uop_bgn=gemm_body[0],
+            uop_end=gemm_body[1],
+            iter_out=3,
+            iter_in=2,
+            dst_factor_out=4,
+            dst_factor_in=0,
+            src_factor_out=2,
+            src_factor_in=5,
+            wgt_factor_out=1,
+            wgt_factor_in=2,
+        ),
     ]
     shr_imms = [-40, -31, -5, 0, 3, 31, 40]
-    for n, (bgn, end) in enumerate(alu_k):
+    for bgn, end in alu_k:
         op = int(rng.integers(0, 5))
         use_imm = int(rng.integers(0, 2))
         imm = int(rng.choice(shr_imms)) if op == 3 else int(rng.integers(-300, 300))
-        insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=op, use_imm=use_imm, imm=imm,
-                             uop_bgn=bgn, uop_end=end, iter_out=2, iter_in=3,
-                             dst_factor_out=3, dst_factor_in=1, src_factor_out=0,
-                             src_factor_in=int(rng.integers(0, 2))))
+        insns.append(
+            AluInsn(
+                opcode=Opcode.ALU,
+                alu_opcode=op,
+                use_imm=use_imm,
+                imm=imm,
+                uop_bgn=bgn,
+                uop_end=end,
+                iter_out=2,
+                iter_in=3,
+                dst_factor_out=3,
+                dst_factor_in=1,
+                src_factor_out=0,
+                src_factor_in=int(rng.integers(0, 2)),
+            )
+        )
     for op in range(5):
-        insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=op, use_imm=0, uop_bgn=chain[0],
-                             uop_end=chain[1], iter_out=1, iter_in=1))
-    insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=3, use_imm=0, uop_bgn=alu_k[0][0],
-                         uop_end=alu_k[0][1], iter_out=2, iter_in=2, dst_factor_in=4,
-                         src_factor_in=1))
+        insns.append(
+            AluInsn(
+                opcode=Opcode.ALU,
+                alu_opcode=op,
+                use_imm=0,
+                uop_bgn=chain[0],
+                uop_end=chain[1],
+                iter_out=1,
+                iter_in=1,
+            )
+        )
+    insns.append(
+        AluInsn(
+            opcode=Opcode.ALU,
+            alu_opcode=3,
+            use_imm=0,
+            uop_bgn=alu_k[0][0],
+            uop_end=alu_k[0][1],
+            iter_out=2,
+            iter_in=2,
+            dst_factor_in=4,
+            src_factor_in=1,
+        )
+    )
     # OUT rows that GEMM wrote (36..47) and ALU (0..23) -> strided store
-    insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=1, use_imm=1, imm=-100,
-                         uop_bgn=gemm_reset[0], uop_end=gemm_reset[1], iter_out=3, iter_in=1,
-                         dst_factor_out=4, push_next_dep=1))
+    insns.append(
+        AluInsn(
+            opcode=Opcode.ALU,
+            alu_opcode=1,
+            use_imm=1,
+            imm=-100,
+            uop_bgn=gemm_reset[0],
+            uop_end=gemm_reset[1],
+            iter_out=3,
+            iter_in=1,
+            dst_factor_out=4,
+            push_next_dep=1,
+        )
+    )
     insns += [
-        MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0,
-                dram_base=out_addr // out_e + 1, y_size=4, x_size=12, x_stride=13,
-                pop_prev_dep=1),
-        MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=36,
-                dram_base=out_addr // out_e + 60, y_size=1, x_size=12, x_stride=12,
-                push_prev_dep=1),
+        MemInsn(
+            opcode=Opcode.STORE,
+            memory_type=MemId.OUT,
+            sram_base=0,
+            dram_base=out_addr // out_e + 1,
+            y_size=4,
+            x_size=12,
+            x_stride=13,
+            pop_prev_dep=1,
+        ),
+        MemInsn(
+            opcode=Opcode.STORE,
+            memory_type=MemId.OUT,
+            sram_base=36,
+            dram_base=out_addr // out_e + 60,
+            y_size=1,
+            x_size=12,
+            x_stride=12,
+            push_prev_dep=1,
+        ),
         MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, pop_next_dep=1),
         GemmInsn(opcode=Opcode.FINISH),
     ]
@@ -192,21 +341,59 @@ def zero_fill(cfg: Config) -> Program:
     depth = cfg.ACC_BUFF_DEPTH
     uop_addr, insn_addr = PAGE, 2 * PAGE
     n = min(depth, (1 << 14) - 1)
-    insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0,
-                     dram_base=uop_addr // 4, y_size=1, x_size=1, x_stride=1)]
+    insns = [
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.UOP,
+            sram_base=0,
+            dram_base=uop_addr // 4,
+            y_size=1,
+            x_size=1,
+            x_stride=1,
+        )
+    ]
     for start in range(0, depth, n):
         count = min(n, depth - start)
         insns += [
-            MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=1,
-                    dram_base=uop_addr // 4 + 1 + start // n, y_size=1, x_size=1, x_stride=1),
-            GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=1, uop_end=2, iter_out=count,
-                     iter_in=1, dst_factor_out=1),
-            AluInsn(opcode=Opcode.ALU, alu_opcode=2, use_imm=1, imm=0, uop_bgn=1, uop_end=2,
-                    iter_out=count, iter_in=1, dst_factor_out=1, src_factor_out=1)]
+            MemInsn(
+                opcode=Opcode.LOAD,
+                memory_type=MemId.UOP,
+                sram_base=1,
+                dram_base=uop_addr // 4 + 1 + start // n,
+                y_size=1,
+                x_size=1,
+                x_stride=1,
+            ),
+            GemmInsn(
+                opcode=Opcode.GEMM,
+                reset_reg=1,
+                uop_bgn=1,
+                uop_end=2,
+                iter_out=count,
+                iter_in=1,
+                dst_factor_out=1,
+            ),
+            AluInsn(
+                opcode=Opcode.ALU,
+                alu_opcode=2,
+                use_imm=1,
+                imm=0,
+                uop_bgn=1,
+                uop_end=2,
+                iter_out=count,
+                iter_in=1,
+                dst_factor_out=1,
+                src_factor_out=1,
+            ),
+        ]
     insns.append(GemmInsn(opcode=Opcode.FINISH))
     uops = [Uop()] + [Uop(dst_idx=s, src_idx=s) for s in range(0, depth, n)]
-    return Program("zero_fill", writes=[(uop_addr, b"".join(encode_uop(u, cfg) for u in uops))],
-                   insns=insns, insn_addr=insn_addr)
+    return Program(
+        "zero_fill",
+        writes=[(uop_addr, b"".join(encode_uop(u, cfg) for u in uops))],
+        insns=insns,
+        insn_addr=insn_addr,
+    )
 
 
 def faults(cfg: Config, mem_size: int) -> list[Program]:
@@ -215,10 +402,19 @@ def faults(cfg: Config, mem_size: int) -> list[Program]:
     uop_addr, insn_addr = PAGE, 2 * PAGE
     nop_c = MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP)
     fin = GemmInsn(opcode=Opcode.FINISH)
-    uload = MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0,
-                    dram_base=uop_addr // 4, y_size=1, x_size=2, x_stride=2)
-    uops = b"".join(encode_uop(u, cfg) for u in
-                    (Uop(dst_idx=1, src_idx=2, wgt_idx=0), Uop(dst_idx=depth_acc - 2)))
+    uload = MemInsn(
+        opcode=Opcode.LOAD,
+        memory_type=MemId.UOP,
+        sram_base=0,
+        dram_base=uop_addr // 4,
+        y_size=1,
+        x_size=2,
+        x_stride=2,
+    )
+    uops = b"".join(
+        encode_uop(u, cfg)
+        for u in (Uop(dst_idx=1, src_idx=2, wgt_idx=0), Uop(dst_idx=depth_acc - 2))
+    )
     w = [(uop_addr, uops)]
     out = []
 
@@ -229,35 +425,141 @@ def faults(cfg: Config, mem_size: int) -> list[Program]:
         return p
 
     good = encode_stream([nop_c, nop_c], cfg)
-    out.append(prog("bad_opcode", [], raw=good + (6).to_bytes(16, "little") + encode_stream([fin], cfg)))
-    out.append(prog("sram_range_load", [nop_c, MemInsn(
-        opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=cfg.INP_BUFF_DEPTH - 2,
-        dram_base=8, y_size=1, x_size=2, x_stride=2, x_pad_1=1), fin]))
-    out.append(prog("dram_range_load", [MemInsn(
-        opcode=Opcode.LOAD, memory_type=MemId.ACC, sram_base=0,
-        dram_base=(1 << 32) - 2, y_size=1, x_size=1, x_stride=1), fin]))
-    out.append(prog("bad_mem_type", [nop_c, MemInsn(opcode=Opcode.LOAD, memory_type=MemId.OUT,
-                                                    x_size=1, y_size=1), fin]))
-    out.append(prog("store_pad", [MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, x_size=1,
-                                          y_size=1, x_pad_0=1), fin]))
-    out.append(prog("store_mem_type", [MemInsn(opcode=Opcode.STORE, memory_type=MemId.ACC,
-                                               x_size=1, y_size=1), fin]))
-    out.append(prog("bad_alu", [uload, AluInsn(opcode=Opcode.ALU, alu_opcode=6, uop_bgn=0,
-                                               uop_end=1, iter_out=1, iter_in=1), fin]))
-    out.append(prog("uop_end_range", [GemmInsn(opcode=Opcode.GEMM, uop_bgn=0,
-                                               uop_end=cfg.UOP_BUFF_DEPTH + 1,
-                                               iter_out=1, iter_in=1), fin]))
-    out.append(prog("uop_index_range", [uload, GemmInsn(
-        opcode=Opcode.GEMM, uop_bgn=0, uop_end=2, iter_out=1, iter_in=2, dst_factor_in=1,
-        reset_reg=1), fin]))
-    out.append(prog("uop_loop_range", [uload, GemmInsn(
-        opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=3, iter_in=1,
-        src_factor_out=cfg.INP_BUFF_DEPTH // 2 - 1), fin]))
-    out.append(prog("bad_dep_load", [nop_c, MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP,
-                                                    pop_prev_dep=1), fin]))
+    out.append(
+        prog("bad_opcode", [], raw=good + (6).to_bytes(16, "little") + encode_stream([fin], cfg))
+    )
+    out.append(
+        prog(
+            "sram_range_load",
+            [
+                nop_c,
+                MemInsn(
+                    opcode=Opcode.LOAD,
+                    memory_type=MemId.INP,
+                    sram_base=cfg.INP_BUFF_DEPTH - 2,
+                    dram_base=8,
+                    y_size=1,
+                    x_size=2,
+                    x_stride=2,
+                    x_pad_1=1,
+                ),
+                fin,
+            ],
+        )
+    )
+    out.append(
+        prog(
+            "dram_range_load",
+            [
+                MemInsn(
+                    opcode=Opcode.LOAD,
+                    memory_type=MemId.ACC,
+                    sram_base=0,
+                    dram_base=(1 << 32) - 2,
+                    y_size=1,
+                    x_size=1,
+                    x_stride=1,
+                ),
+                fin,
+            ],
+        )
+    )
+    out.append(
+        prog(
+            "bad_mem_type",
+            [nop_c, MemInsn(opcode=Opcode.LOAD, memory_type=MemId.OUT, x_size=1, y_size=1), fin],
+        )
+    )
+    out.append(
+        prog(
+            "store_pad",
+            [
+                MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, x_size=1, y_size=1, x_pad_0=1),
+                fin,
+            ],
+        )
+    )
+    out.append(
+        prog(
+            "store_mem_type",
+            [MemInsn(opcode=Opcode.STORE, memory_type=MemId.ACC, x_size=1, y_size=1), fin],
+        )
+    )
+    out.append(
+        prog(
+            "bad_alu",
+            [
+                uload,
+                AluInsn(
+                    opcode=Opcode.ALU, alu_opcode=6, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1
+                ),
+                fin,
+            ],
+        )
+    )
+    out.append(
+        prog(
+            "uop_end_range",
+            [
+                GemmInsn(
+                    opcode=Opcode.GEMM,
+                    uop_bgn=0,
+                    uop_end=cfg.UOP_BUFF_DEPTH + 1,
+                    iter_out=1,
+                    iter_in=1,
+                ),
+                fin,
+            ],
+        )
+    )
+    out.append(
+        prog(
+            "uop_index_range",
+            [
+                uload,
+                GemmInsn(
+                    opcode=Opcode.GEMM,
+                    uop_bgn=0,
+                    uop_end=2,
+                    iter_out=1,
+                    iter_in=2,
+                    dst_factor_in=1,
+                    reset_reg=1,
+                ),
+                fin,
+            ],
+        )
+    )
+    out.append(
+        prog(
+            "uop_loop_range",
+            [
+                uload,
+                GemmInsn(
+                    opcode=Opcode.GEMM,
+                    uop_bgn=0,
+                    uop_end=1,
+                    iter_out=3,
+                    iter_in=1,
+                    src_factor_out=cfg.INP_BUFF_DEPTH // 2 - 1,
+                ),
+                fin,
+            ],
+        )
+    )
+    out.append(
+        prog(
+            "bad_dep_load",
+            [nop_c, MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, pop_prev_dep=1), fin],
+        )
+    )
     out.append(prog("bad_dep_store", [MemInsn(opcode=Opcode.STORE, push_next_dep=1), fin]))
-    out.append(prog("deadlock", [nop_c, MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP,
-                                                pop_prev_dep=1), fin]))
+    out.append(
+        prog(
+            "deadlock",
+            [nop_c, MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, pop_prev_dep=1), fin],
+        )
+    )
     out.append(prog("no_finish", [nop_c, nop_c]))
     out.append(prog("empty", []))
     far = prog("insn_range", [nop_c, fin])

@@ -11,10 +11,9 @@ import cocotb
 import numpy as np
 import pytest
 from cocotb.triggers import Timer
-
 from rtl_common import build_and_run, cfg_from_env, pack_lanes, sim_params, unpack_lanes
 
-EDGE = [0, 1, -1, 31, 32, 33, -31, -32, -33, 2**31 - 1, -2**31, 100, -100, 255, -256]
+EDGE = [0, 1, -1, 31, 32, 33, -31, -32, -33, 2**31 - 1, -(2**31), 100, -100, 255, -256]
 
 
 def expected(op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -30,7 +29,7 @@ def expected(op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if op == 4:
         return wrap(a * b)
     out = np.empty_like(a)
-    for n, (x, y) in enumerate(zip(a, b)):
+    for n, (x, y) in enumerate(zip(a, b, strict=True)):
         if 0 <= y <= 31:
             out[n] = x >> y
         elif y >= 32:
@@ -53,18 +52,20 @@ async def alu_ops(dut):
                 a = rng.choice(EDGE, size=lanes)
                 b = rng.choice(EDGE, size=lanes)
             elif trial % 3 == 1:
-                a = rng.integers(-2**31, 2**31, size=lanes)
+                a = rng.integers(-(2**31), 2**31, size=lanes)
                 b = rng.integers(-40, 40, size=lanes)
             else:
-                a = rng.integers(-2**31, 2**31, size=lanes)
-                b = rng.integers(-2**31, 2**31, size=lanes)
+                a = rng.integers(-(2**31), 2**31, size=lanes)
+                b = rng.integers(-(2**31), 2**31, size=lanes)
             dut.op.value = op
             dut.a.value = pack_lanes(a, 32)
             dut.b.value = pack_lanes(b, 32)
             await Timer(1, unit="ns")
             got = unpack_lanes(int(dut.r.value), lanes, 32)
             want = expected(op, a, b).tolist()
-            assert got == want, f"op {op}: a={a.tolist()} b={b.tolist()}: expected {want}, got {got}"
+            assert got == want, (
+                f"op {op}: a={a.tolist()} b={b.tolist()}: expected {want}, got {got}"
+            )
 
 
 @pytest.mark.parametrize("simulator, preset", sim_params())
@@ -72,5 +73,6 @@ def test_alu(simulator, preset):
     import vta
 
     cfg = vta.Config.load(preset)
-    build_and_run(simulator, preset, "vta_alu", "test_alu",
-                  parameters={"LANES": cfg.BATCH * cfg.BLOCK_OUT})
+    build_and_run(
+        simulator, preset, "vta_alu", "test_alu", parameters={"LANES": cfg.BATCH * cfg.BLOCK_OUT}
+    )

@@ -20,9 +20,18 @@ import cocotb
 import numpy as np
 import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
-
-from rtl_common import (WRAPPERS, TokenSource, build_and_run, cfg_from_env, insn_word, send_cmd,
-                        sim_params, stall_axi_ram, start_clock_reset, wait_retire)
+from rtl_common import (
+    WRAPPERS,
+    TokenSource,
+    build_and_run,
+    cfg_from_env,
+    insn_word,
+    send_cmd,
+    sim_params,
+    stall_axi_ram,
+    start_clock_reset,
+    wait_retire,
+)
 
 MEM = 1 << 20
 UOP_ADDR, ACC_ADDR, ACC8_ADDR, INSN_ADDR = 0x1000, 0x4000, 0x20000, 0x40000
@@ -43,41 +52,104 @@ def build_program(cfg, rng):
         body, dst = [], rng.randint(0, 7)
         for _ in range(rng.randint(1, 5)):
             if rng.random() < 0.5:
-                dst = rng.randint(0, 7)          # else: same dst as the micro-op before
-            body.append(Uop(dst_idx=48 + dst, src_idx=rng.randint(0, 15), wgt_idx=rng.randint(0, 7)))
+                dst = rng.randint(0, 7)  # else: same dst as the micro-op before
+            body.append(
+                Uop(dst_idx=48 + dst, src_idx=rng.randint(0, 15), wgt_idx=rng.randint(0, 7))
+            )
         gk.append(kernel(body))
-    ak = [kernel([Uop(dst_idx=rng.randint(0, 47), src_idx=rng.randint(0, 47)) for _ in range(3)])
-          for _ in range(4)]
+    ak = [
+        kernel([Uop(dst_idx=rng.randint(0, 47), src_idx=rng.randint(0, 47)) for _ in range(3)])
+        for _ in range(4)
+    ]
     fast = kernel([Uop(dst_idx=48 + j, src_idx=j, wgt_idx=j) for j in range(4)])
-    insns.append(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, dram_base=UOP_ADDR // 4,
-                         y_size=1, x_size=len(uops), x_stride=len(uops), pop_prev_dep=1))
-    insns.append(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC, sram_base=0,
-                         dram_base=ACC_ADDR // cfg.ACC_ELEM_BYTES + 1, y_size=3, x_size=5,
-                         x_stride=9, y_pad_0=1, y_pad_1=1, x_pad_0=1, x_pad_1=1,
-                         pop_next_dep=1, push_prev_dep=1))
-    insns.append(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC_8BIT, sram_base=35,
-                         dram_base=ACC8_ADDR // (cfg.BATCH * cfg.BLOCK_OUT) + 2, y_size=3,
-                         x_size=4, x_stride=5, push_next_dep=1))
-    insns.append(GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=fast[0], uop_end=fast[1],
-                          iter_out=2, iter_in=1, dst_factor_out=4))
+    insns.append(
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.UOP,
+            dram_base=UOP_ADDR // 4,
+            y_size=1,
+            x_size=len(uops),
+            x_stride=len(uops),
+            pop_prev_dep=1,
+        )
+    )
+    insns.append(
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.ACC,
+            sram_base=0,
+            dram_base=ACC_ADDR // cfg.ACC_ELEM_BYTES + 1,
+            y_size=3,
+            x_size=5,
+            x_stride=9,
+            y_pad_0=1,
+            y_pad_1=1,
+            x_pad_0=1,
+            x_pad_1=1,
+            pop_next_dep=1,
+            push_prev_dep=1,
+        )
+    )
+    insns.append(
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.ACC_8BIT,
+            sram_base=35,
+            dram_base=ACC8_ADDR // (cfg.BATCH * cfg.BLOCK_OUT) + 2,
+            y_size=3,
+            x_size=4,
+            x_stride=5,
+            push_next_dep=1,
+        )
+    )
+    insns.append(
+        GemmInsn(
+            opcode=Opcode.GEMM,
+            reset_reg=1,
+            uop_bgn=fast[0],
+            uop_end=fast[1],
+            iter_out=2,
+            iter_in=1,
+            dst_factor_out=4,
+        )
+    )
     for _ in range(6):
         bgn, end = rng.choice(gk)
         io, ii = rng.randint(1, 3), rng.randint(1, 3)
-        insns.append(GemmInsn(opcode=Opcode.GEMM, uop_bgn=bgn, uop_end=end, iter_out=io,
-                              iter_in=ii, dst_factor_out=rng.choice([0, 1, 2]),
-                              dst_factor_in=rng.choice([0, 1]), src_factor_out=rng.randint(0, 3),
-                              src_factor_in=rng.randint(0, 2), wgt_factor_out=rng.randint(0, 2),
-                              wgt_factor_in=rng.randint(0, 1)))
+        insns.append(
+            GemmInsn(
+                opcode=Opcode.GEMM,
+                uop_bgn=bgn,
+                uop_end=end,
+                iter_out=io,
+                iter_in=ii,
+                dst_factor_out=rng.choice([0, 1, 2]),
+                dst_factor_in=rng.choice([0, 1]),
+                src_factor_out=rng.randint(0, 3),
+                src_factor_in=rng.randint(0, 2),
+                wgt_factor_out=rng.randint(0, 2),
+                wgt_factor_in=rng.randint(0, 1),
+            )
+        )
     for _ in range(8):
         bgn, end = rng.choice(ak)
         op = rng.randint(0, 4)
-        insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=op, use_imm=rng.randint(0, 1),
-                             imm=rng.choice([-33, -7, 0, 2, 5, 31, 40]) if op == 3
-                             else rng.randint(-500, 500),
-                             uop_bgn=bgn, uop_end=end, iter_out=rng.randint(1, 2),
-                             iter_in=rng.randint(1, 2), dst_factor_out=rng.randint(0, 3),
-                             dst_factor_in=rng.randint(0, 2), src_factor_out=rng.randint(0, 3),
-                             src_factor_in=rng.randint(0, 2)))
+        insns.append(
+            AluInsn(
+                opcode=Opcode.ALU,
+                alu_opcode=op,
+                use_imm=rng.randint(0, 1),
+                imm=rng.choice([-33, -7, 0, 2, 5, 31, 40]) if op == 3 else rng.randint(-500, 500),
+                uop_bgn=bgn,
+                uop_end=end,
+                iter_out=rng.randint(1, 2),
+                iter_in=rng.randint(1, 2),
+                dst_factor_out=rng.randint(0, 3),
+                dst_factor_in=rng.randint(0, 2),
+                src_factor_out=rng.randint(0, 3),
+                src_factor_in=rng.randint(0, 2),
+            )
+        )
     return uops, insns, fast
 
 
@@ -85,8 +157,20 @@ def shr_program(cfg, k):
     from vta.isa import AluInsn, Opcode
 
     # micro-op 0 of the fast kernel is dst 48, src 0; use an explicit offset loop from 0
-    return [AluInsn(opcode=Opcode.ALU, alu_opcode=3, use_imm=1, imm=k, uop_bgn=0, uop_end=1,
-                    iter_out=64, iter_in=1, dst_factor_out=1, src_factor_out=1)]
+    return [
+        AluInsn(
+            opcode=Opcode.ALU,
+            alu_opcode=3,
+            use_imm=1,
+            imm=k,
+            uop_bgn=0,
+            uop_end=1,
+            iter_out=64,
+            iter_in=1,
+            dst_factor_out=1,
+            src_factor_out=1,
+        )
+    ]
 
 
 @cocotb.test()
@@ -114,12 +198,13 @@ async def compute(dut):
     # memory image, INP/WGT preload; the golden model gets the same
     mem = np.zeros(MEM, dtype=np.uint8)
     lanes = cfg.BATCH * cfg.BLOCK_OUT
-    mem[ACC_ADDR:ACC_ADDR + 64 * lanes * 4] = nrng.integers(-3000, 3000, 64 * lanes,
-                                                            dtype=np.int32).view(np.uint8)
-    mem[ACC8_ADDR:ACC8_ADDR + 64 * lanes] = nrng.integers(0, 256, 64 * lanes, dtype=np.uint8)
+    mem[ACC_ADDR : ACC_ADDR + 64 * lanes * 4] = nrng.integers(
+        -3000, 3000, 64 * lanes, dtype=np.int32
+    ).view(np.uint8)
+    mem[ACC8_ADDR : ACC8_ADDR + 64 * lanes] = nrng.integers(0, 256, 64 * lanes, dtype=np.uint8)
     uops, insns, fast = build_program(cfg, rng)
     uop_bytes = b"".join(encode_uop(u, cfg) for u in uops)
-    mem[UOP_ADDR:UOP_ADDR + len(uop_bytes)] = np.frombuffer(uop_bytes, dtype=np.uint8)
+    mem[UOP_ADDR : UOP_ADDR + len(uop_bytes)] = np.frombuffer(uop_bytes, dtype=np.uint8)
     model = GoldenModel(cfg, mem.copy())
     inp = nrng.integers(-128, 128, size=(32, cfg.BATCH, cfg.BLOCK_IN), dtype=np.int8)
     wgt = nrng.integers(-128, 128, size=(16, cfg.BLOCK_OUT, cfg.BLOCK_IN), dtype=np.int8)
@@ -149,14 +234,19 @@ async def compute(dut):
             cocotb.start_soon(send_cmd(dut, insn_word(insn, cfg), index))
             kind, seen = await wait_retire(dut, watch=("g2l_push", "g2s_push", "index"))
             assert kind == "retire", f"instruction {index} {insn}: fault {seen}"
-            assert seen == {"g2l_push": insn.push_prev_dep, "g2s_push": insn.push_next_dep,
-                            "index": index}
+            assert seen == {
+                "g2l_push": insn.push_prev_dep,
+                "g2s_push": insn.push_next_dep,
+                "index": index,
+            }
             index += 1
         if golden:
-            flagless = [i.replace(pop_prev_dep=0, pop_next_dep=0, push_prev_dep=0,
-                                  push_next_dep=0) for i in program]   # tokens checked above
+            flagless = [
+                i.replace(pop_prev_dep=0, pop_next_dep=0, push_prev_dep=0, push_next_dep=0)
+                for i in program
+            ]  # tokens checked above
             stream = encode_stream([*flagless, GemmInsn(opcode=Opcode.FINISH)], cfg)
-            model.mem[INSN_ADDR:INSN_ADDR + len(stream)] = np.frombuffer(stream, dtype=np.uint8)
+            model.mem[INSN_ADDR : INSN_ADDR + len(stream)] = np.frombuffer(stream, dtype=np.uint8)
             model.run(INSN_ADDR, len(program) + 1)
 
     async def compare(what):
@@ -174,12 +264,40 @@ async def compute(dut):
     zero_uop = [Uop()]
     zu = encode_uop(zero_uop[0], cfg)
     ram.write(UOP_ADDR + 4096, zu)
-    await execute([MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0,
-                           dram_base=(UOP_ADDR + 4096) // 4, y_size=1, x_size=1, x_stride=1),
-                   GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=0, uop_end=1, iter_out=64,
-                            iter_in=1, dst_factor_out=1),
-                   AluInsn(opcode=Opcode.ALU, alu_opcode=2, use_imm=1, imm=0, uop_bgn=0,
-                           uop_end=1, iter_out=64, iter_in=1, dst_factor_out=1)], golden=False)
+    await execute(
+        [
+            MemInsn(
+                opcode=Opcode.LOAD,
+                memory_type=MemId.UOP,
+                sram_base=0,
+                dram_base=(UOP_ADDR + 4096) // 4,
+                y_size=1,
+                x_size=1,
+                x_stride=1,
+            ),
+            GemmInsn(
+                opcode=Opcode.GEMM,
+                reset_reg=1,
+                uop_bgn=0,
+                uop_end=1,
+                iter_out=64,
+                iter_in=1,
+                dst_factor_out=1,
+            ),
+            AluInsn(
+                opcode=Opcode.ALU,
+                alu_opcode=2,
+                use_imm=1,
+                imm=0,
+                uop_bgn=0,
+                uop_end=1,
+                iter_out=64,
+                iter_in=1,
+                dst_factor_out=1,
+            ),
+        ],
+        golden=False,
+    )
     l2g.give(1)
     s2g.give(1)
     await execute(insns)
@@ -187,8 +305,18 @@ async def compute(dut):
     await compare("program")
 
     # one micro-op per cycle: 4 micro-ops x 64 iterations
-    cocotb.start_soon(send_cmd(dut, insn_word(GemmInsn(
-        opcode=Opcode.GEMM, uop_bgn=fast[0], uop_end=fast[1], iter_out=16, iter_in=4), cfg), index))
+    cocotb.start_soon(
+        send_cmd(
+            dut,
+            insn_word(
+                GemmInsn(
+                    opcode=Opcode.GEMM, uop_bgn=fast[0], uop_end=fast[1], iter_out=16, iter_in=4
+                ),
+                cfg,
+            ),
+            index,
+        )
+    )
     while not int(dut.evt_start.value):
         await RisingEdge(dut.clk)
     cycles = 0
@@ -199,15 +327,31 @@ async def compute(dut):
             assert int(dut.gemm_uops.value) == 256
             break
     assert cycles <= 256 + 16, f"256 micro-ops took {cycles} cycles"
-    stream = encode_stream([GemmInsn(opcode=Opcode.GEMM, uop_bgn=fast[0], uop_end=fast[1],
-                                     iter_out=16, iter_in=4), GemmInsn(opcode=Opcode.FINISH)], cfg)
-    model.mem[INSN_ADDR:INSN_ADDR + len(stream)] = np.frombuffer(stream, dtype=np.uint8)
+    stream = encode_stream(
+        [
+            GemmInsn(opcode=Opcode.GEMM, uop_bgn=fast[0], uop_end=fast[1], iter_out=16, iter_in=4),
+            GemmInsn(opcode=Opcode.FINISH),
+        ],
+        cfg,
+    )
+    model.mem[INSN_ADDR : INSN_ADDR + len(stream)] = np.frombuffer(stream, dtype=np.uint8)
     model.run(INSN_ADDR, 2)
     index += 1
 
     # every bit of the accumulators, 8 at a time (micro-op 0 of the program is re-loaded)
-    await execute([MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0,
-                           dram_base=(UOP_ADDR + 4096) // 4, y_size=1, x_size=1, x_stride=1)])
+    await execute(
+        [
+            MemInsn(
+                opcode=Opcode.LOAD,
+                memory_type=MemId.UOP,
+                sram_base=0,
+                dram_base=(UOP_ADDR + 4096) // 4,
+                y_size=1,
+                x_size=1,
+                x_stride=1,
+            )
+        ]
+    )
     for _ in range(3):
         await execute(shr_program(cfg, 8))
         await compare("after SHR 8")
@@ -225,21 +369,65 @@ async def compute(dut):
         dut.halt.value = 0
         index += 1
 
-    await fault(AluInsn(opcode=Opcode.ALU, alu_opcode=5, uop_bgn=0, uop_end=1, iter_out=1,
-                        iter_in=1), ErrorCode.BAD_ALU_OPCODE)
-    await fault(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.OUT, x_size=1, y_size=1),
-                ErrorCode.BAD_MEMORY_TYPE)
+    await fault(
+        AluInsn(opcode=Opcode.ALU, alu_opcode=5, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1),
+        ErrorCode.BAD_ALU_OPCODE,
+    )
+    await fault(
+        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.OUT, x_size=1, y_size=1),
+        ErrorCode.BAD_MEMORY_TYPE,
+    )
     await fault(MemInsn(opcode=Opcode.LOAD, memory_type=7, x_size=0), ErrorCode.BAD_MEMORY_TYPE)
-    await fault(GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=cfg.UOP_BUFF_DEPTH + 1,
-                         iter_out=1, iter_in=1), ErrorCode.SRAM_RANGE)
-    await fault(GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=3, iter_in=1,
-                         dst_factor_out=cfg.ACC_BUFF_DEPTH - 1), ErrorCode.SRAM_RANGE)
-    await fault(GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=1, iter_in=3,
-                         wgt_factor_in=cfg.WGT_BUFF_DEPTH // 2), ErrorCode.SRAM_RANGE)
-    await fault(AluInsn(opcode=Opcode.ALU, alu_opcode=0, uop_bgn=0, uop_end=1, iter_out=1,
-                        iter_in=3, src_factor_in=cfg.ACC_BUFF_DEPTH - 1), ErrorCode.SRAM_RANGE)
-    await fault(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC, x_size=1, y_size=1,
-                        dram_base=MEM // cfg.ACC_ELEM_BYTES), ErrorCode.DRAM_RANGE)
+    await fault(
+        GemmInsn(
+            opcode=Opcode.GEMM, uop_bgn=0, uop_end=cfg.UOP_BUFF_DEPTH + 1, iter_out=1, iter_in=1
+        ),
+        ErrorCode.SRAM_RANGE,
+    )
+    await fault(
+        GemmInsn(
+            opcode=Opcode.GEMM,
+            uop_bgn=0,
+            uop_end=1,
+            iter_out=3,
+            iter_in=1,
+            dst_factor_out=cfg.ACC_BUFF_DEPTH - 1,
+        ),
+        ErrorCode.SRAM_RANGE,
+    )
+    await fault(
+        GemmInsn(
+            opcode=Opcode.GEMM,
+            uop_bgn=0,
+            uop_end=1,
+            iter_out=1,
+            iter_in=3,
+            wgt_factor_in=cfg.WGT_BUFF_DEPTH // 2,
+        ),
+        ErrorCode.SRAM_RANGE,
+    )
+    await fault(
+        AluInsn(
+            opcode=Opcode.ALU,
+            alu_opcode=0,
+            uop_bgn=0,
+            uop_end=1,
+            iter_out=1,
+            iter_in=3,
+            src_factor_in=cfg.ACC_BUFF_DEPTH - 1,
+        ),
+        ErrorCode.SRAM_RANGE,
+    )
+    await fault(
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.ACC,
+            x_size=1,
+            y_size=1,
+            dram_base=MEM // cfg.ACC_ELEM_BYTES,
+        ),
+        ErrorCode.DRAM_RANGE,
+    )
     dut.g2s_full.value = 1
     await fault(GemmInsn(opcode=Opcode.FINISH, push_next_dep=1), ErrorCode.TOKEN_OVERFLOW)
     dut.g2s_full.value = 0
@@ -252,10 +440,27 @@ def test_compute(simulator, preset):
     import vta
 
     cfg = vta.Config.load(preset)
-    params = {k: getattr(cfg, k) for k in (
-        "LOG_INP_WIDTH", "LOG_WGT_WIDTH", "LOG_ACC_WIDTH", "LOG_BATCH", "LOG_BLOCK",
-        "LOG_UOP_BUFF_SIZE", "LOG_INP_BUFF_SIZE", "LOG_WGT_BUFF_SIZE", "LOG_ACC_BUFF_SIZE",
-        "LOG_BUS_WIDTH")}
+    params = {
+        k: getattr(cfg, k)
+        for k in (
+            "LOG_INP_WIDTH",
+            "LOG_WGT_WIDTH",
+            "LOG_ACC_WIDTH",
+            "LOG_BATCH",
+            "LOG_BLOCK",
+            "LOG_UOP_BUFF_SIZE",
+            "LOG_INP_BUFF_SIZE",
+            "LOG_WGT_BUFF_SIZE",
+            "LOG_ACC_BUFF_SIZE",
+            "LOG_BUS_WIDTH",
+        )
+    }
     params["MEM_SIZE"] = MEM
-    build_and_run(simulator, preset, "tb_compute", "test_compute",
-                  sources=[WRAPPERS / "tb_compute.v"], parameters=params)
+    build_and_run(
+        simulator,
+        preset,
+        "tb_compute",
+        "test_compute",
+        sources=[WRAPPERS / "tb_compute.v"],
+        parameters=params,
+    )

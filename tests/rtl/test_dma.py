@@ -17,11 +17,16 @@ import os
 import random
 
 import cocotb
-import numpy as np
 import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
-
-from rtl_common import WRAPPERS, build_and_run, random_pause, sim_params, stall_axi_ram, start_clock_reset
+from rtl_common import (
+    WRAPPERS,
+    build_and_run,
+    random_pause,
+    sim_params,
+    stall_axi_ram,
+    start_clock_reset,
+)
 
 MEM = 1 << 18
 
@@ -33,13 +38,20 @@ def _bus(preset):
 
 
 async def burst_monitor(dut, prefix, log_bus_bytes, errors):
-    ch = {n: getattr(dut, f"m_axi_{prefix}{n}") for n in ("valid", "ready", "addr", "len", "size", "burst")}
+    ch = {
+        n: getattr(dut, f"m_axi_{prefix}{n}")
+        for n in ("valid", "ready", "addr", "len", "size", "burst")
+    }
     while True:
         await RisingEdge(dut.clk)
         if int(ch["valid"].value) and int(ch["ready"].value):
             addr, beats = int(ch["addr"].value), int(ch["len"].value) + 1
-            if (int(ch["burst"].value) != 1 or int(ch["size"].value) != log_bus_bytes
-                    or addr % (1 << log_bus_bytes) or addr % 4096 + (beats << log_bus_bytes) > 4096):
+            if (
+                int(ch["burst"].value) != 1
+                or int(ch["size"].value) != log_bus_bytes
+                or addr % (1 << log_bus_bytes)
+                or addr % 4096 + (beats << log_bus_bytes) > 4096
+            ):
                 errors.append(f"{prefix} burst addr 0x{addr:x} beats {beats}")
 
 
@@ -61,8 +73,9 @@ async def read_stream(dut, port, log_e, reqs, ram_bytes, rng, errors):
                     break
             await FallingEdge(dut.clk)
             req_valid.value = 0
-            pending.extend(ram_bytes[addr + i * (1 << log_e): addr + (i + 1) * (1 << log_e)]
-                           for i in range(n))
+            pending.extend(
+                ram_bytes[addr + i * (1 << log_e) : addr + (i + 1) * (1 << log_e)] for i in range(n)
+            )
 
     cocotb.start_soon(issue())
     total = sum(n for _, n in reqs)
@@ -88,8 +101,15 @@ async def dma(dut):
     log_bus = int(os.environ["VTA_LOG_BUS"])
     log_bb = log_bus - 3
     log_e = (int(os.environ["VTA_LOG_E0"]), int(os.environ["VTA_LOG_E1"]))
-    for s in ("halt", "p0_req_valid", "p1_req_valid", "p0_elem_ready", "p1_elem_ready",
-              "wr_req_valid", "wr_valid"):
+    for s in (
+        "halt",
+        "p0_req_valid",
+        "p1_req_valid",
+        "p0_elem_ready",
+        "p1_elem_ready",
+        "wr_req_valid",
+        "wr_valid",
+    ):
         getattr(dut, s).value = 0
     ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=MEM)
     logging.getLogger("cocotb").setLevel(logging.WARNING)
@@ -104,17 +124,19 @@ async def dma(dut):
 
     # reads: two concurrent streams
     def requests(le, count):
-        out = [(4096 - (3 << le), 7), ((1 << 16) - (1 << le), 1)]    # page crossings
-        out.append((8192, (300 << log_bb) >> le if le < log_bb else 300))   # > 256 beats
+        out = [(4096 - (3 << le), 7), ((1 << 16) - (1 << le), 1)]  # page crossings
+        out.append((8192, (300 << log_bb) >> le if le < log_bb else 300))  # > 256 beats
         for _ in range(count):
             n = rng.randint(1, 40)
             out.append((rng.randrange(0, (MEM >> le) - n) << le, n))
         return out
 
-    r0 = cocotb.start_soon(read_stream(dut, "p0", log_e[0], requests(log_e[0], 12), init,
-                                       random.Random(1), errors))
-    r1 = cocotb.start_soon(read_stream(dut, "p1", log_e[1], requests(log_e[1], 8), init,
-                                       random.Random(2), errors))
+    r0 = cocotb.start_soon(
+        read_stream(dut, "p0", log_e[0], requests(log_e[0], 12), init, random.Random(1), errors)
+    )
+    r1 = cocotb.start_soon(
+        read_stream(dut, "p1", log_e[1], requests(log_e[1], 8), init, random.Random(2), errors)
+    )
     await r0
     await r1
     assert not errors, errors[:5]
@@ -123,7 +145,8 @@ async def dma(dut):
     model = bytearray(init)
     bb = 1 << log_bb
     wreqs = [(4096 - 2 * bb, 5), (12288, 300)] + [
-        (rng.randrange(0, MEM // bb - 40) * bb, rng.randint(1, 40)) for _ in range(10)]
+        (rng.randrange(0, MEM // bb - 40) * bb, rng.randint(1, 40)) for _ in range(10)
+    ]
     beats = []
     for addr, n in wreqs:
         for i in range(n):
@@ -172,12 +195,19 @@ async def dma(dut):
     await ClockCycles(dut.clk, 2)
 
 
-@pytest.mark.parametrize("simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",)))
+@pytest.mark.parametrize(
+    "simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",), slow=("default", "aws"))
+)
 def test_dma(simulator, preset):
     log_bus = _bus(preset)
     log_bb = log_bus - 3
     e0, e1 = max(2, log_bb - 1), log_bb + 2
-    build_and_run(simulator, preset, "tb_dma", "test_dma", sources=[WRAPPERS / "tb_dma.v"],
-                  parameters={"LOG_BUS_WIDTH": log_bus, "LOG_E0": e0, "LOG_E1": e1},
-                  extra_env={"VTA_LOG_BUS": str(log_bus), "VTA_LOG_E0": str(e0),
-                             "VTA_LOG_E1": str(e1)})
+    build_and_run(
+        simulator,
+        preset,
+        "tb_dma",
+        "test_dma",
+        sources=[WRAPPERS / "tb_dma.v"],
+        parameters={"LOG_BUS_WIDTH": log_bus, "LOG_E0": e0, "LOG_E1": e1},
+        extra_env={"VTA_LOG_BUS": str(log_bus), "VTA_LOG_E0": str(e0), "VTA_LOG_E1": str(e1)},
+    )

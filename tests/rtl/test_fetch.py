@@ -18,8 +18,14 @@ import random
 import cocotb
 import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
-
-from rtl_common import WRAPPERS, build_and_run, cfg_from_env, sim_params, stall_axi_ram, start_clock_reset
+from rtl_common import (
+    WRAPPERS,
+    build_and_run,
+    cfg_from_env,
+    sim_params,
+    stall_axi_ram,
+    start_clock_reset,
+)
 
 MEM = 1 << 18
 
@@ -86,7 +92,7 @@ async def dispatch(dut):
                 got[engine].append((data >> 128, data & ((1 << 128) - 1)))
 
     cocotb.start_soon(consume("load", (0, 0)))
-    cocotb.start_soon(consume("compute", (100, 2500)))   # the compute queue fills up
+    cocotb.start_soon(consume("compute", (100, 2500)))  # the compute queue fills up
     cocotb.start_soon(consume("store", (0, 0)))
     await start_run(dut, base, count)
     for _ in range(200000):
@@ -95,8 +101,11 @@ async def dispatch(dut):
             break
     assert int(dut.err.value) == 0
     for engine in want:
-        assert got[engine] == want[engine], f"{engine} queue: {len(got[engine])} entries, " \
-            f"first difference at {next((i for i, (a, b) in enumerate(zip(got[engine], want[engine])) if a != b), None)}"
+        pairs = enumerate(zip(got[engine], want[engine], strict=False))
+        first = next((i for i, (a, b) in pairs if a != b), None)
+        assert got[engine] == want[engine], (
+            f"{engine} queue: {len(got[engine])} entries, first difference at {first}"
+        )
     assert int(dut.dispatched.value) == count
 
     async def expect_fault(addr, n, code, index):
@@ -125,10 +134,18 @@ async def dispatch(dut):
     await expect_fault(MEM - 32, 3, ErrorCode.DRAM_RANGE, 0xFFFFFFFF)
 
 
-@pytest.mark.parametrize("simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",)))
+@pytest.mark.parametrize(
+    "simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",), slow=("default", "aws"))
+)
 def test_fetch(simulator, preset):
     import vta
 
     cfg = vta.Config.load(preset)
-    build_and_run(simulator, preset, "tb_fetch", "test_fetch", sources=[WRAPPERS / "tb_fetch.v"],
-                  parameters={"LOG_BUS_WIDTH": cfg.LOG_BUS_WIDTH, "MEM_SIZE": MEM})
+    build_and_run(
+        simulator,
+        preset,
+        "tb_fetch",
+        "test_fetch",
+        sources=[WRAPPERS / "tb_fetch.v"],
+        parameters={"LOG_BUS_WIDTH": cfg.LOG_BUS_WIDTH, "MEM_SIZE": MEM},
+    )

@@ -11,7 +11,6 @@ import random
 import cocotb
 import pytest
 from cocotb.triggers import FallingEdge, RisingEdge
-
 from rtl_common import build_and_run, sim_params, start_clock_reset
 
 LOG_DEPTH = 3
@@ -28,8 +27,10 @@ async def fifo_order(dut):
     received = 0
     for cycle in range(4000):
         await FallingEdge(dut.clk)
-        assert int(dut.count.value) == len(model), f"cycle {cycle}: count {int(dut.count.value)} vs {len(model)}"
-        phase = (cycle // 500) % 3     # producer faster, consumer faster, balanced
+        assert int(dut.count.value) == len(model), (
+            f"cycle {cycle}: count {int(dut.count.value)} vs {len(model)}"
+        )
+        phase = (cycle // 500) % 3  # producer faster, consumer faster, balanced
         in_valid = rng.random() < (0.9, 0.3, 0.6)[phase]
         out_ready = rng.random() < (0.3, 0.9, 0.6)[phase]
         dut.in_valid.value = in_valid
@@ -50,5 +51,10 @@ async def fifo_order(dut):
 
 @pytest.mark.parametrize("simulator, preset", sim_params(("tiny",), ("tiny",)))
 def test_fifo(simulator, preset):
-    build_and_run(simulator, preset, "vta_fifo", "test_fifo",
-                  parameters={"WIDTH": 160, "LOG_DEPTH": LOG_DEPTH})
+    build_and_run(
+        simulator,
+        preset,
+        "vta_fifo",
+        "test_fifo",
+        parameters={"WIDTH": 160, "LOG_DEPTH": LOG_DEPTH},
+    )

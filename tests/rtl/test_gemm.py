@@ -10,7 +10,6 @@ import cocotb
 import numpy as np
 import pytest
 from cocotb.triggers import Timer
-
 from rtl_common import build_and_run, cfg_from_env, pack_lanes, sim_params, unpack_lanes
 
 
@@ -42,5 +41,10 @@ def test_gemm(simulator, preset):
     import vta
 
     cfg = vta.Config.load(preset)
-    build_and_run(simulator, preset, "vta_gemm", "test_gemm",
-                  parameters={"LOG_BATCH": cfg.LOG_BATCH, "LOG_BLOCK": cfg.LOG_BLOCK})
+    build_and_run(
+        simulator,
+        preset,
+        "vta_gemm",
+        "test_gemm",
+        parameters={"LOG_BATCH": cfg.LOG_BATCH, "LOG_BLOCK": cfg.LOG_BLOCK},
+    )

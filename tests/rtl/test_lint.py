@@ -35,8 +35,16 @@ def test_verilator_lint(preset):
     if exe is None:
         pytest.skip("verilator not installed")
     hdr, params, sources = _setup(preset)
-    cmd = [exe, "--lint-only", "-Wall", f"-I{hdr}", "--top-module", "vta_top",
-           *(f"-G{k}={v}" for k, v in params.items()), *sources]
+    cmd = [
+        exe,
+        "--lint-only",
+        "-Wall",
+        f"-I{hdr}",
+        "--top-module",
+        "vta_top",
+        *(f"-G{k}={v}" for k, v in params.items()),
+        *sources,
+    ]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     assert out.returncode == 0 and "%Warning" not in out.stderr, out.stderr
 
@@ -47,11 +55,22 @@ def test_iverilog_lint(preset, tmp_path):
     if exe is None:
         pytest.skip("iverilog not installed")
     hdr, params, sources = _setup(preset)
-    cmd = [exe, "-g2005", "-Wall", f"-I{hdr}", "-s", "vta_top", "-o", str(tmp_path / "lint.vvp"),
-           *(f"-Pvta_top.{k}={v}" for k, v in params.items()), *sources]
+    cmd = [
+        exe,
+        "-g2005",
+        "-Wall",
+        f"-I{hdr}",
+        "-s",
+        "vta_top",
+        "-o",
+        str(tmp_path / "lint.vvp"),
+        *(f"-Pvta_top.{k}={v}" for k, v in params.items()),
+        *sources,
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert out.returncode == 0 and not out.stderr.strip() and not out.stdout.strip(), (
-        out.stdout + out.stderr)
+        out.stdout + out.stderr
+    )
 
 
 def test_headers_match_isa():
@@ -61,8 +80,11 @@ def test_headers_match_isa():
     for preset in vta.config.PRESETS:
         cfg = vta.Config.load(preset)
         text = hdlgen.render_isa(cfg)
-        defines = dict(line.split()[1:3] for line in text.splitlines()
-                       if line.startswith("`define") and len(line.split()) == 3)
+        defines = dict(
+            line.split()[1:3]
+            for line in text.splitlines()
+            if line.startswith("`define") and len(line.split()) == 3
+        )
         for fmt in hdlgen.FORMATS:
             for f in layout(fmt, cfg):
                 name = f"VTA_{fmt.upper()}_{f.name.upper()}"

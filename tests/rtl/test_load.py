@@ -17,10 +17,19 @@ import random
 import cocotb
 import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
-
-from rtl_common import (WRAPPERS, TokenSource, build_and_run, cfg_from_env, expected_load,
-                        insn_word, send_cmd, sim_params, stall_axi_ram, start_clock_reset,
-                        wait_retire)
+from rtl_common import (
+    WRAPPERS,
+    TokenSource,
+    build_and_run,
+    cfg_from_env,
+    expected_load,
+    insn_word,
+    send_cmd,
+    sim_params,
+    stall_axi_ram,
+    start_clock_reset,
+    wait_retire,
+)
 
 MEM = 1 << 20
 
@@ -58,8 +67,10 @@ async def loads(dut):
     cocotb.start_soon(tokens.run())
     dut.run.value = 1
 
-    types = {MemId.INP: ("inp", cfg.INP_ELEM_BYTES, cfg.INP_BUFF_DEPTH),
-             MemId.WGT: ("wgt", cfg.WGT_ELEM_BYTES, cfg.WGT_BUFF_DEPTH)}
+    types = {
+        MemId.INP: ("inp", cfg.INP_ELEM_BYTES, cfg.INP_BUFF_DEPTH),
+        MemId.WGT: ("wgt", cfg.WGT_ELEM_BYTES, cfg.WGT_BUFF_DEPTH),
+    }
     for index in range(24):
         mt = rng.choice([MemId.INP, MemId.WGT])
         port, eb, depth = types[mt]
@@ -70,12 +81,21 @@ async def loads(dut):
             if xt * yt <= depth:
                 break
         stride = rng.choice([x, x + rng.randint(0, 4), max(1, x - 1)])
-        insn = MemInsn(opcode=Opcode.LOAD, memory_type=mt,
-                       sram_base=rng.randint(0, depth - xt * yt),
-                       dram_base=rng.randint(0, MEM // eb - (y + 1) * (stride + x) - 1),
-                       y_size=y, x_size=x, x_stride=stride, y_pad_0=p[0], y_pad_1=p[1],
-                       x_pad_0=p[2], x_pad_1=p[3], pop_next_dep=rng.randint(0, 1),
-                       push_next_dep=rng.randint(0, 1))
+        insn = MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=mt,
+            sram_base=rng.randint(0, depth - xt * yt),
+            dram_base=rng.randint(0, MEM // eb - (y + 1) * (stride + x) - 1),
+            y_size=y,
+            x_size=x,
+            x_stride=stride,
+            y_pad_0=p[0],
+            y_pad_1=p[1],
+            x_pad_0=p[2],
+            x_pad_1=p[3],
+            pop_next_dep=rng.randint(0, 1),
+            push_next_dep=rng.randint(0, 1),
+        )
         cocotb.start_soon(send_cmd(dut, insn_word(insn, cfg), index))
         if insn.pop_next_dep:
             stalled = 0
@@ -104,27 +124,81 @@ async def loads(dut):
             await RisingEdge(dut.clk)
         dut.halt.value = 0
 
-    await fault(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, x_size=1, y_size=1,
-                        pop_prev_dep=1, pop_next_dep=1), ErrorCode.BAD_DEP_FLAG, 100)
-    await fault(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.WGT, x_size=1, y_size=1,
-                        push_prev_dep=1), ErrorCode.BAD_DEP_FLAG, 101)
-    await fault(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=cfg.INP_BUFF_DEPTH - 3,
-                        x_size=2, y_size=1, x_stride=2, y_pad_1=1), ErrorCode.SRAM_RANGE, 102)
-    await fault(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.WGT, dram_base=MEM // cfg.WGT_ELEM_BYTES - 1,
-                        x_size=2, y_size=1, x_stride=2), ErrorCode.DRAM_RANGE, 103)
+    await fault(
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.INP,
+            x_size=1,
+            y_size=1,
+            pop_prev_dep=1,
+            pop_next_dep=1,
+        ),
+        ErrorCode.BAD_DEP_FLAG,
+        100,
+    )
+    await fault(
+        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.WGT, x_size=1, y_size=1, push_prev_dep=1),
+        ErrorCode.BAD_DEP_FLAG,
+        101,
+    )
+    await fault(
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.INP,
+            sram_base=cfg.INP_BUFF_DEPTH - 3,
+            x_size=2,
+            y_size=1,
+            x_stride=2,
+            y_pad_1=1,
+        ),
+        ErrorCode.SRAM_RANGE,
+        102,
+    )
+    await fault(
+        MemInsn(
+            opcode=Opcode.LOAD,
+            memory_type=MemId.WGT,
+            dram_base=MEM // cfg.WGT_ELEM_BYTES - 1,
+            x_size=2,
+            y_size=1,
+            x_stride=2,
+        ),
+        ErrorCode.DRAM_RANGE,
+        103,
+    )
     dut.l2g_full.value = 1
-    await fault(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, x_size=1, y_size=1,
-                        push_next_dep=1), ErrorCode.TOKEN_OVERFLOW, 104)
+    await fault(
+        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, x_size=1, y_size=1, push_next_dep=1),
+        ErrorCode.TOKEN_OVERFLOW,
+        104,
+    )
 
 
-@pytest.mark.parametrize("simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",)))
+@pytest.mark.parametrize(
+    "simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",), slow=("default", "aws"))
+)
 def test_load(simulator, preset):
     import vta
 
     cfg = vta.Config.load(preset)
-    params = {k: getattr(cfg, k) for k in ("LOG_INP_WIDTH", "LOG_WGT_WIDTH", "LOG_BATCH",
-                                           "LOG_BLOCK", "LOG_INP_BUFF_SIZE", "LOG_WGT_BUFF_SIZE",
-                                           "LOG_BUS_WIDTH")}
+    params = {
+        k: getattr(cfg, k)
+        for k in (
+            "LOG_INP_WIDTH",
+            "LOG_WGT_WIDTH",
+            "LOG_BATCH",
+            "LOG_BLOCK",
+            "LOG_INP_BUFF_SIZE",
+            "LOG_WGT_BUFF_SIZE",
+            "LOG_BUS_WIDTH",
+        )
+    }
     params["MEM_SIZE"] = MEM
-    build_and_run(simulator, preset, "tb_load", "test_load", sources=[WRAPPERS / "tb_load.v"],
-                  parameters=params)
+    build_and_run(
+        simulator,
+        preset,
+        "tb_load",
+        "test_load",
+        sources=[WRAPPERS / "tb_load.v"],
+        parameters=params,
+    )

@@ -14,7 +14,6 @@ from __future__ import annotations
 import cocotb
 import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
-
 from rtl_common import build_and_run, cfg_from_env, random_pause, sim_params, start_clock_reset
 
 
@@ -28,14 +27,29 @@ async def register_map(dut):
 
     cfg = cfg_from_env()
     ncnt = len(regs.COUNTERS)
-    for name in ("start_ok", "run_done", "err_valid", "err_module", "err_code", "err_index",
-                 "tokens", "fetch_index", "cnt_inc"):
+    for name in (
+        "start_ok",
+        "run_done",
+        "err_valid",
+        "err_module",
+        "err_code",
+        "err_index",
+        "tokens",
+        "fetch_index",
+        "cnt_inc",
+    ):
         getattr(dut, name).value = 0
     axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
     logging.getLogger("cocotb").setLevel(logging.WARNING)
-    for i, ch in enumerate([axil.write_if.aw_channel, axil.write_if.w_channel,
-                            axil.write_if.b_channel, axil.read_if.ar_channel,
-                            axil.read_if.r_channel]):
+    for i, ch in enumerate(
+        [
+            axil.write_if.aw_channel,
+            axil.write_if.w_channel,
+            axil.write_if.b_channel,
+            axil.read_if.ar_channel,
+            axil.read_if.r_channel,
+        ]
+    ):
         ch.set_pause_generator(random_pause(100 + i, 0.4))
     await start_clock_reset(dut)
     rd = axil.read_dword
@@ -51,7 +65,7 @@ async def register_map(dut):
     await wr(regs.offset("INSN_ADDR"), 0x12345670)
     await wr(regs.offset("INSN_ADDR") + 4, 0xCAFE)
     await wr(regs.offset("INSN_COUNT"), 77)
-    await axil.write(regs.offset("INSN_COUNT") + 1, b"\x01")   # byte lane 1 only
+    await axil.write(regs.offset("INSN_COUNT") + 1, b"\x01")  # byte lane 1 only
     assert await rd(regs.offset("INSN_ADDR")) == 0x12345670
     assert await rd(regs.offset("INSN_ADDR") + 4) == 0xCAFE
     assert await rd(regs.offset("INSN_COUNT")) == 77 | 0x100
@@ -86,7 +100,7 @@ async def register_map(dut):
     dut.start_ok.value = 1
     await ClockCycles(dut.clk, 3)
     assert len(starts) == 1 and int(dut.run.value) == 1 and int(dut.halt.value) == 0
-    await wr(regs.offset("CTRL"), regs.CTRL_START | regs.CTRL_CLEAR)   # ignored while busy
+    await wr(regs.offset("CTRL"), regs.CTRL_START | regs.CTRL_CLEAR)  # ignored while busy
     assert len(starts) == 1
     await FallingEdge(dut.clk)
     dut.run_done.value = 1
@@ -104,7 +118,7 @@ async def register_map(dut):
     # run 2: the first fault wins and halts; CLEAR clears it
     await wr(regs.offset("CTRL"), regs.CTRL_START)
     await ClockCycles(dut.clk, 2)
-    assert await rd(regs.offset(regs.COUNTERS[3][0].upper())) == 0   # cleared by START
+    assert await rd(regs.offset(regs.COUNTERS[3][0].upper())) == 0  # cleared by START
     await FallingEdge(dut.clk)
     dut.err_valid.value = 1
     dut.err_module.value = 3
@@ -132,7 +146,10 @@ def test_regs(simulator, preset):
     from vta import hdlgen
     from vta.driver import regs
 
-    params = {k: v for k, v in hdlgen.top_parameters(vta.Config.load(preset)).items()
-              if k.startswith("LOG_") or k == "CONFIG_SIG"}
+    params = {
+        k: v
+        for k, v in hdlgen.top_parameters(vta.Config.load(preset)).items()
+        if k.startswith("LOG_") or k == "CONFIG_SIG"
+    }
     params["NUM_COUNTERS"] = len(regs.COUNTERS)
     build_and_run(simulator, preset, "vta_regs", "test_regs", parameters=params)

@@ -17,9 +17,18 @@ import random
 import cocotb
 import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
-
-from rtl_common import (WRAPPERS, TokenSource, build_and_run, cfg_from_env, insn_word, send_cmd,
-                        sim_params, stall_axi_ram, start_clock_reset, wait_retire)
+from rtl_common import (
+    WRAPPERS,
+    TokenSource,
+    build_and_run,
+    cfg_from_env,
+    insn_word,
+    send_cmd,
+    sim_params,
+    stall_axi_ram,
+    start_clock_reset,
+    wait_retire,
+)
 
 MEM = 1 << 18
 
@@ -57,15 +66,21 @@ async def stores(dut):
     for index in range(20):
         x, y = rng.randint(1, 6), rng.randint(1 if index % 6 else 0, 4)
         stride = rng.choice([x, x + rng.randint(1, 3), max(1, x - 2)])
-        insn = MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT,
-                       sram_base=rng.randint(0, depth - x * y),
-                       dram_base=rng.randint(0, MEM // eb - (y + 1) * (stride + x) - 1),
-                       y_size=y, x_size=x, x_stride=stride, pop_prev_dep=rng.randint(0, 1),
-                       push_prev_dep=rng.randint(0, 1))
+        insn = MemInsn(
+            opcode=Opcode.STORE,
+            memory_type=MemId.OUT,
+            sram_base=rng.randint(0, depth - x * y),
+            dram_base=rng.randint(0, MEM // eb - (y + 1) * (stride + x) - 1),
+            y_size=y,
+            x_size=x,
+            x_stride=stride,
+            pop_prev_dep=rng.randint(0, 1),
+            push_prev_dep=rng.randint(0, 1),
+        )
         for r in range(y):
             for c in range(x):
                 a = (insn.dram_base + r * stride + c) * eb
-                model[a:a + eb] = out[insn.sram_base + r * x + c]
+                model[a : a + eb] = out[insn.sram_base + r * x + c]
         cocotb.start_soon(send_cmd(dut, insn_word(insn, cfg), index))
         if insn.pop_prev_dep:
             stalled = 0
@@ -93,8 +108,10 @@ async def stores(dut):
         assert ram.read(0, MEM) == bytes(model), "a faulting STORE wrote memory"
 
     def st(**kw):
-        return MemInsn(opcode=Opcode.STORE, **{"memory_type": MemId.OUT, "x_size": 1,
-                                               "y_size": 1, "x_stride": 1, **kw})
+        return MemInsn(
+            opcode=Opcode.STORE,
+            **{"memory_type": MemId.OUT, "x_size": 1, "y_size": 1, "x_stride": 1, **kw},
+        )
 
     await fault(st(pop_next_dep=1), ErrorCode.BAD_DEP_FLAG, 50)
     await fault(st(push_next_dep=1), ErrorCode.BAD_DEP_FLAG, 51)
@@ -112,13 +129,23 @@ async def stores(dut):
     assert kind == "retire"
 
 
-@pytest.mark.parametrize("simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",)))
+@pytest.mark.parametrize(
+    "simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",), slow=("default", "aws"))
+)
 def test_store(simulator, preset):
     import vta
 
     cfg = vta.Config.load(preset)
-    params = {k: getattr(cfg, k) for k in ("LOG_INP_WIDTH", "LOG_BATCH", "LOG_BLOCK",
-                                           "LOG_ACC_BUFF_SIZE", "LOG_BUS_WIDTH")}
+    params = {
+        k: getattr(cfg, k)
+        for k in ("LOG_INP_WIDTH", "LOG_BATCH", "LOG_BLOCK", "LOG_ACC_BUFF_SIZE", "LOG_BUS_WIDTH")
+    }
     params["MEM_SIZE"] = MEM
-    build_and_run(simulator, preset, "tb_store", "test_store", sources=[WRAPPERS / "tb_store.v"],
-                  parameters=params)
+    build_and_run(
+        simulator,
+        preset,
+        "tb_store",
+        "test_store",
+        sources=[WRAPPERS / "tb_store.v"],
+        parameters=params,
+    )

@@ -13,13 +13,14 @@ import random
 import cocotb
 import pytest
 from cocotb.triggers import FallingEdge, RisingEdge
-
 from rtl_common import build_and_run, sim_params, start_clock_reset
 
 
 @cocotb.test()
 async def tokens(dut):
-    from vta.config import TOKEN_QUEUE_DEPTH as depth
+    from vta.config import TOKEN_QUEUE_DEPTH
+
+    depth = TOKEN_QUEUE_DEPTH
 
     dut.push.value = 0
     dut.pop.value = 0
@@ -47,12 +48,12 @@ async def tokens(dut):
     # fill to capacity, try one more, push+pop at full, drain
     for _ in range(depth):
         await step(1, 0)
-    await step(1, 0)            # push at full without pop: ignored
-    await step(1, 1)            # push and pop at full: unchanged
+    await step(1, 0)  # push at full without pop: ignored
+    await step(1, 1)  # push and pop at full: unchanged
     for _ in range(depth):
         await step(0, 1)
-    await step(0, 1)            # pop at empty: nothing
-    await step(1, 1)            # push and pop at empty: the pop is not taken
+    await step(0, 1)  # pop at empty: nothing
+    await step(1, 1)  # push and pop at empty: the pop is not taken
     for _ in range(3000):
         await step(rng.random() < 0.55, rng.random() < 0.5, clear=rng.random() < 0.002)
     await step(0, 0, clear=1)
@@ -63,5 +64,10 @@ async def tokens(dut):
 def test_token_queue(simulator, preset):
     from vta.config import TOKEN_QUEUE_DEPTH
 
-    build_and_run(simulator, preset, "vta_token_queue", "test_token_queue",
-                  parameters={"DEPTH": TOKEN_QUEUE_DEPTH})
+    build_and_run(
+        simulator,
+        preset,
+        "vta_token_queue",
+        "test_token_queue",
+        parameters={"DEPTH": TOKEN_QUEUE_DEPTH},
+    )

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
-
 from rtl_common import build_and_run, cfg_from_env, sim_params, stall_axi_ram, top_params
 
 MEM_SIZE = 1 << 20
@@ -28,7 +27,10 @@ async def reset(dut):
     await ClockCycles(dut.clk, 2)
 
 
-async def run_program(dut, axil, regs, insn_addr, count, timeout_us=int(os.environ.get("VTA_TIMEOUT_US", "2000"))):
+TIMEOUT_US = int(os.environ.get("VTA_TIMEOUT_US", "2000"))
+
+
+async def run_program(dut, axil, regs, insn_addr, count, timeout_us=TIMEOUT_US):
     await axil.write_dword(regs.offset("CTRL"), regs.CTRL_CLEAR)
     await axil.write_dword(regs.offset("INSN_ADDR"), insn_addr & 0xFFFFFFFF)
     await axil.write_dword(regs.offset("INSN_ADDR") + 4, insn_addr >> 32)
@@ -38,14 +40,24 @@ async def run_program(dut, axil, regs, insn_addr, count, timeout_us=int(os.envir
         try:
             await with_timeout(RisingEdge(dut.irq), timeout_us, "us")
         except Exception:
-            state = {n: int(getattr(dut, m).__getattr__(r).value) for n, (m, r) in {
-                "fetch": ("fetch", "state_reg"), "fetched": ("fetch", "dispatched_reg"),
-                "load": ("load", "state_reg"), "compute": ("compute", "state_reg"),
-                "store": ("store", "state_reg"), "rd_owed": ("dma_rd", "owed_reg"),
-                "rd_active": ("dma_rd", "sp_active_reg"), "busy": ("regs", "busy_reg"),
-                "pending": ("regs", "pending_reg"), "wr_owed": ("dma_wr", "b_owed_reg"),
-                "wr_active": ("dma_wr", "active_reg"), "w_rem": ("dma_wr", "w_rem_reg"),
-                "error": ("regs", "error_reg")}.items()}
+            state = {
+                n: int(getattr(dut, m).__getattr__(r).value)
+                for n, (m, r) in {
+                    "fetch": ("fetch", "state_reg"),
+                    "fetched": ("fetch", "dispatched_reg"),
+                    "load": ("load", "state_reg"),
+                    "compute": ("compute", "state_reg"),
+                    "store": ("store", "state_reg"),
+                    "rd_owed": ("dma_rd", "owed_reg"),
+                    "rd_active": ("dma_rd", "sp_active_reg"),
+                    "busy": ("regs", "busy_reg"),
+                    "pending": ("regs", "pending_reg"),
+                    "wr_owed": ("dma_wr", "b_owed_reg"),
+                    "wr_active": ("dma_wr", "active_reg"),
+                    "w_rem": ("dma_wr", "w_rem_reg"),
+                    "error": ("regs", "error_reg"),
+                }.items()
+            }
             raise AssertionError(f"no irq within {timeout_us} us; state {state}") from None
     status = await axil.read_dword(regs.offset("STATUS"))
     index = await axil.read_dword(regs.offset("ERR_INDEX"))
@@ -58,9 +70,9 @@ async def run_program(dut, axil, regs, insn_addr, count, timeout_us=int(os.envir
 
 
 async def setup(dut):
-    from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
-
     import logging
+
+    from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     logging.getLogger("cocotb.vta_top").setLevel(logging.WARNING)
@@ -75,9 +87,10 @@ _MODELS = {}
 
 
 def check(dut, cfg, prog, ram, status, index, counters):
+    from rtl_programs import golden_run
+
     from vta.driver import regs
     from vta.golden import GoldenModel
-    from rtl_programs import golden_run
 
     model = _MODELS.setdefault(id(dut), GoldenModel(cfg, 1 << 12))
     want = golden_run(cfg, prog, MEM_SIZE, model)
@@ -85,17 +98,23 @@ def check(dut, cfg, prog, ram, status, index, counters):
     if want.module == "none":
         assert status == regs.status_word(done=True), (
             f"{prog.name}: STATUS expected DONE (0x2), got 0x{status:x} (code "
-            f"{status >> 8 & 0xFF}, module {status >> 4 & 0xF}, index {index})")
+            f"{status >> 8 & 0xFF}, module {status >> 4 & 0xF}, index {index})"
+        )
         for name, value in want.counters.items():
-            assert counters[name] == value, f"{prog.name}: counter {name} expected {value}, got {counters[name]}"
+            assert counters[name] == value, (
+                f"{prog.name}: counter {name} expected {value}, got {counters[name]}"
+            )
     else:
         expected = regs.status_word(error=True, module=want.module, code=want.code)
         assert (status, index) == (expected, want.index), (
             f"{prog.name}: expected STATUS 0x{expected:x} ERR_INDEX {want.index}, "
-            f"got 0x{status:x} {index}")
+            f"got 0x{status:x} {index}"
+        )
     diff = np.flatnonzero(got_mem != want.mem)
-    assert diff.size == 0, (f"{prog.name}: device memory differs at {diff.size} bytes, first 0x{diff[0]:x}: "
-                            f"expected {want.mem[diff[0]]} got {got_mem[diff[0]]}")
+    assert diff.size == 0, (
+        f"{prog.name}: device memory differs at {diff.size} bytes, first 0x{diff[0]:x}: "
+        f"expected {want.mem[diff[0]]} got {got_mem[diff[0]]}"
+    )
     assert counters["cycles"] > 0
 
 
@@ -152,5 +171,4 @@ async def faults(dut):
 
 @pytest.mark.parametrize("simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",)))
 def test_top(simulator, preset):
-    build_and_run(simulator, preset, "vta_top", "test_top",
-                  parameters=top_params(preset, MEM_SIZE))
+    build_and_run(simulator, preset, "vta_top", "test_top", parameters=top_params(preset, MEM_SIZE))
