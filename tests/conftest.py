@@ -1,9 +1,10 @@
 """Shared fixtures: the program suite runs unchanged on every backend.
 
 ``pytest --backend golden --backend verilator`` runs every test that uses the
-``backend`` / ``device`` / ``open_dev`` fixtures once per backend (default:
-golden only, or the comma-separated list in ``$VTA_TEST_BACKENDS``).  Devices are
-opened once per (backend, preset) for the session and reused, as a simulator would be.
+``backend`` / ``device`` / ``open_dev`` fixtures once per backend (default: the
+comma-separated list in ``$VTA_TEST_BACKENDS``, else golden, verilator and icarus;
+``--backend golden`` for a quick run without simulators).  Devices are opened once
+per (backend, preset) for the session and reused, as a simulator would be.
 
 Simulated backends run only some presets by default (Icarus: tiny; Verilator:
 tiny and default); a test asking for another preset is skipped with the reason.
@@ -24,10 +25,14 @@ import pytest  # noqa: E402
 
 import vta  # noqa: E402
 
+#: Backends the program suite runs on when neither --backend nor $VTA_TEST_BACKENDS says.
+DEFAULT_BACKENDS = ("golden", "verilator", "icarus")
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--backend", action="append", default=None,
-                     help="device backend for the program suite (repeatable; default golden)")
+                     help="device backend for the program suite (repeatable; "
+                          "default golden, verilator, icarus)")
     parser.addoption("--rtl-presets", default=None,
                      help="presets run on simulated backends (comma-separated, or 'all'; "
                           "default: icarus tiny, verilator tiny,default)")
@@ -40,7 +45,7 @@ RTL_PRESETS = {"icarus": ("tiny",), "verilator": ("tiny", "default")}
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames:
         env = [b for b in os.environ.get("VTA_TEST_BACKENDS", "").split(",") if b]
-        backends = metafunc.config.getoption("--backend") or env or ["golden"]
+        backends = metafunc.config.getoption("--backend") or env or list(DEFAULT_BACKENDS)
         metafunc.parametrize("backend", backends, scope="session")
 
 
