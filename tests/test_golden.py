@@ -313,16 +313,18 @@ def test_empty_nests_do_nothing():
 
 
 # -------------------------------------------------------------- dependencies
-@pytest.mark.parametrize("cfg, shape", [(DEFAULT, (64, 48, 80)), (TINY, (36, 20, 40)),
-                                        (DEFAULT, (256, 256, 256))],
-                         ids=["default", "tiny", "default-256"])
-def test_overlapped_tiled_matmul(cfg, shape):
+@pytest.mark.parametrize("cfg, shape, caps", [
+    (DEFAULT, (64, 48, 80), {}), (TINY, (36, 20, 40), {}), (DEFAULT, (256, 256, 256), {}),
+    (DEFAULT, (256, 256, 256), {"col_blocks": 4, "row_blocks": 32}),
+    (TINY, (36, 20, 40), {"col_blocks": 3, "row_blocks": 5}),
+], ids=["default", "tiny", "default-256", "default-256-chunked", "tiny-chunked"])
+def test_overlapped_tiled_matmul(cfg, shape, caps):
     """Load, compute and store overlap (double-buffered tiles ordered only by tokens)."""
     m, k, n = shape
     rng = np.random.default_rng(5)
     a = rand(rng, (m, k), -128, 128, np.int8)
     w = rand(rng, (n, k), -128, 128, np.int8)
-    prog = build_matmul(cfg, m, k, n, shift=6)
+    prog = build_matmul(cfg, m, k, n, shift=6, **caps)
     model = GoldenModel(cfg, prog.end)
     prog.write(model.mem, a, w)
     order = []

@@ -114,7 +114,8 @@ class MatmulProgram:
 
 
 def build_matmul(cfg: Config, m: int, k: int, n: int, *, shift: int | None = 8,
-                 base: int = PAGE) -> MatmulProgram:
+                 base: int = PAGE, col_blocks: int | None = None,
+                 row_blocks: int | None = None) -> MatmulProgram:
     """Build ``clip((A @ W.T) >> shift, 0, 127)`` for A (m, k), W (n, k), int8 -> int8.
 
     With ``shift=None`` there is no ALU epilogue: the result is the low 8 bits
@@ -124,11 +125,19 @@ def build_matmul(cfg: Config, m: int, k: int, n: int, *, shift: int | None = 8,
     is tiled over rows of A (``mt`` element rows) and columns of W (``nt``
     column blocks) so that each tile fits the scratchpads.  INP and ACC are
     split in two halves used by alternate tiles, so the load engine fetches
-    tile t+1 while compute works on tile t and store drains tile t-1.  Tokens:
+    tile t+1 while compute works on tile t and store drains tile t-1.  WGT is
+    split in two halves used by alternate column chunks, so the next chunk's
+    weights load while the GEMMs of this one run.
+
+    By default tiles are as large as the scratchpad halves allow (fewest, largest
+    instructions).  ``col_blocks`` / ``row_blocks`` cap the BLOCK_OUT columns and
+    BATCH rows per tile: smaller first tiles start the GEMM core sooner, which is
+    what a cycle-accurate run rewards (``scripts/bench/rtl_sim.py`` uses
+    ``col_blocks = N / BLOCK_OUT / 4``, ``row_blocks = 32``).  Tokens:
 
     * load pushes ``l2g`` after each tile's INP load; compute pops it before GEMM;
     * compute pushes ``g2l`` after each GEMM (the INP half is free again); load
-      pops as many as it needs before reusing a half or replacing the weights;
+      pops as many as it needs before reusing an INP or WGT half;
     * compute pushes ``g2s`` after the epilogue; store pops it, stores and pushes
       ``s2g``; compute pops that before resetting the same ACC half again.
     """
@@ -138,11 +147,13 @@ def build_matmul(cfg: Config, m: int, k: int, n: int, *, shift: int | None = 8,
             raise ValueError(f"{name} must be a positive multiple of {unit}, not {value}")
     mb, kb, nb = m // b, k // bi, n // bo
     half_inp, half_acc = cfg.INP_BUFF_DEPTH // 2, cfg.ACC_BUFF_DEPTH // 2
-    if kb > cfg.WGT_BUFF_DEPTH or kb > half_inp:
+    half_wgt = cfg.WGT_BUFF_DEPTH // 2
+    if kb > half_wgt or kb > half_inp:
         raise ValueError(f"k = {k} is too deep for this configuration's INP/WGT buffers "
                          "(a reduction split is not implemented by this example program)")
-    nt = max(1, min(nb, cfg.WGT_BUFF_DEPTH // kb, half_acc))
-    mt = max(1, min(mb, half_inp // kb, half_acc // nt))
+    nt = max(1, min(nb, half_wgt // kb, half_acc, col_blocks or nb))
+    mt = max(1, min(mb, half_inp // kb, half_acc // nt, row_blocks or mb))
+    m_tiles = -(-mb // mt)
 
     inp_addr = base
     wgt_addr = inp_addr + _align(mb * kb * cfg.INP_ELEM_BYTES)
@@ -158,12 +169,15 @@ def build_matmul(cfg: Config, m: int, k: int, n: int, *, shift: int | None = 8,
     # Micro-op kernels for each half; all stay resident, loaded once up front.
     kernels = []
     for half in range(2):
-        ib, ab = half * half_inp, half * half_acc
+        ab = half * half_acc
         kernels.append({
             "reset": kernel([Uop(dst_idx=ab + j) for j in range(nt)]),
-            "gemm": kernel([Uop(dst_idx=ab + j, src_idx=ib, wgt_idx=j * kb) for j in range(nt)]),
             "alu": kernel([Uop(dst_idx=ab, src_idx=ab)]),
         })
+    gemm_kernels = {  # (INP/ACC half, WGT half) -> first micro-op
+        (half, wh): kernel([Uop(dst_idx=half * half_acc + j, src_idx=half * half_inp,
+                                wgt_idx=wh * half_wgt + j * kb) for j in range(nt)])
+        for half in range(2) for wh in range(2)}
     if len(uops) > cfg.UOP_BUFF_DEPTH:
         raise ValueError("micro-op kernels do not fit the UOP buffer")
 
@@ -183,6 +197,7 @@ def build_matmul(cfg: Config, m: int, k: int, n: int, *, shift: int | None = 8,
     g2l_popped = 0  # g2l tokens the load engine has taken (one per finished GEMM)
     s2g_popped = 0  # s2g tokens the compute engine has taken (one per finished STORE)
     last_n0 = None
+    chunk = -1  # column chunk index; its weights live in WGT half chunk % 2
 
     def load_wait(needed: int) -> dict[str, int]:
         """Pop g2l until ``needed`` are taken; all but the last as load no-ops."""
@@ -200,12 +215,14 @@ def build_matmul(cfg: Config, m: int, k: int, n: int, *, shift: int | None = 8,
         half = t % 2
         k_half = kernels[half]
         ib, ab = half * half_inp, half * half_acc
-        # load engine: weights when the column tile changes (after every GEMM that
-        # used the old ones), then this tile's inputs (after GEMM t-2 freed the half)
+        # load engine: weights when the column chunk changes (into the WGT half the
+        # chunk before last used: after its GEMMs), then this tile's inputs (after
+        # GEMM t-2 freed the INP half)
         if n0 != last_n0:
-            insns.append(mem_insn(Opcode.LOAD, MemId.WGT, 0,
+            chunk += 1
+            insns.append(mem_insn(Opcode.LOAD, MemId.WGT, (chunk % 2) * half_wgt,
                                   wgt_addr // cfg.WGT_ELEM_BYTES + n0 * kb, 1,
-                                  cols * kb, cols * kb, **load_wait(t)))
+                                  cols * kb, cols * kb, **load_wait(t - m_tiles)))
             last_n0 = n0
         insns.append(mem_insn(Opcode.LOAD, MemId.INP, ib,
                               inp_addr // cfg.INP_ELEM_BYTES + m0 * kb, 1, rows * kb,
@@ -218,8 +235,9 @@ def build_matmul(cfg: Config, m: int, k: int, n: int, *, shift: int | None = 8,
         insns.append(GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=k_half["reset"],
                               uop_end=k_half["reset"] + cols, iter_out=rows, iter_in=1,
                               dst_factor_out=cols, **reset_deps))
+        gemm_k = gemm_kernels[(half, chunk % 2)]
         insns.append(GemmInsn(opcode=Opcode.GEMM, pop_prev_dep=1, push_prev_dep=1,
-                              uop_bgn=k_half["gemm"], uop_end=k_half["gemm"] + cols,
+                              uop_bgn=gemm_k, uop_end=gemm_k + cols,
                               iter_out=rows, iter_in=kb, dst_factor_out=cols,
                               src_factor_out=kb, src_factor_in=1, wgt_factor_in=1))
         epilogue = [] if shift is None else [(AluOp.SHR, shift), (AluOp.MAX, 0), (AluOp.MIN, 127)]
