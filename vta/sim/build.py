@@ -154,6 +154,10 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
           main_init: str = "") -> Build:
     """Compile ``sources`` with ``top`` as top level, reusing a cached build when possible.
 
+    The compiler's output goes to ``<build dir>.log`` beside the build (``log=True``
+    shows it live instead); a failed build raises :class:`SimulatorError` with the
+    end of that log.
+
     ``public_modules`` (Verilator only): make only these signals visible and
     writable through VPI, instead of cocotb's default ``--public-flat-rw`` for
     every signal; entries are ``"module"`` (all its signals) or
@@ -214,17 +218,46 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
             if cpp_sources or (main_init and simulator == "verilator"):
                 main = build_dir.parent / f"{build_dir.name}-main.cpp"
                 _custom_main(runner, main, cpp_sources, main_init)
+            log_path = build_dir.parent / f"{build_dir.name}.log"
             try:
-                runner.build(sources=sources, hdl_toplevel=top, includes=includes,
-                             defines=defines, parameters=parameters, build_args=args,
-                             build_dir=build_dir, always=True, clean=True,
-                             timescale=TIMESCALE, waves=waves)
+                with _output_to(None if log else log_path):
+                    runner.build(sources=sources, hdl_toplevel=top, includes=includes,
+                                 defines=defines, parameters=parameters, build_args=args,
+                                 build_dir=build_dir, always=True, clean=True,
+                                 timescale=TIMESCALE, waves=waves)
             except (SystemExit, RuntimeError, subprocess.CalledProcessError) as exc:
+                tail = ""
+                if not log and log_path.exists():
+                    lines = log_path.read_text(errors="replace").splitlines()[-25:]
+                    tail = "\n  " + "\n  ".join(lines) + f"\n(full log: {log_path})"
                 raise SimulatorError(
-                    f"{simulator} build of {top} failed ({exc}); see the messages above"
+                    f"{simulator} build of {top} failed ({exc}){tail or '; see the messages above'}"
                 ) from None
         stamp.write_text(json.dumps({"version": version, "parameters": parameters}, default=str))
     return result
+
+
+@contextlib.contextmanager
+def _output_to(path: Path | None) -> Iterator[None]:
+    """Send this process's stdout/stderr (and its children's) to ``path`` (None: unchanged)."""
+    if path is None:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(path, "wb") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
 
 
 def _restrict_public(runner, vlt: Path) -> None:
