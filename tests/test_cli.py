@@ -22,10 +22,21 @@ def test_help_lists_commands():
 
 
 def test_demo_runs_and_checks_against_numpy():
-    result = invoke("demo", "--config", "tiny", "--shape", "9", "13", "6", "--seed", "3")
+    result = invoke("demo", "--backend", "golden", "--config", "tiny", "--shape", "9", "13", "6",
+                    "--seed", "3")
     assert result.exit_code == 0, result.output
     assert "PASS: all 54 outputs equal NumPy's" in result.output
     assert "GEMM micro-ops" in result.output
+    assert "n/a (functional model)" in result.output
+
+
+def test_demo_runs_on_the_rtl_by_default():
+    result = invoke("demo", "--config", "tiny", "--shape", "5", "9", "7")
+    assert result.exit_code == 0, result.output
+    assert "backend verilator" in result.output
+    assert "PASS: all 35 outputs equal NumPy's" in result.output
+    cycles = next(line for line in result.output.splitlines() if "cycles" in line)
+    assert any(ch.isdigit() for ch in cycles)  # a real cycle count, not n/a
 
 
 def test_demo_rejects_bad_shape_and_config():

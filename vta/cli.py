@@ -56,7 +56,7 @@ def main() -> None:
 
 @main.command()
 @config_option
-@click.option("--backend", "-b", default="golden", show_default=True,
+@click.option("--backend", "-b", default="verilator", show_default=True,
               type=click.Choice(["golden", "verilator", "icarus", "f1", "f2"]),
               help="device backend (f1/f2 only on an AWS FPGA instance)")
 @click.option("--shape", nargs=3, type=int, default=(96, 200, 72), show_default=True,
@@ -92,7 +92,9 @@ def demo(config: str, backend: str, shape: tuple[int, int, int], seed: int, dump
                   f"-> int8, config [cyan]{cfg.name}[/] ({cfg.bitstream}), "
                   f"backend [cyan]{backend}[/]")
     start = time.perf_counter()
-    with console.status(f"opening the {backend} device..."):
+    hint = " (the first run builds the simulator: about a minute)" if backend in (
+        "verilator", "icarus") else ""
+    with console.status(f"opening the {backend} device{hint}..."):
         dev = open_device(backend, cfg)
     with dev:
         opened = time.perf_counter()
