@@ -12,18 +12,7 @@ import pytest
 import vta
 from vta import ops
 
-RESNET18 = {  # name: (H, W, C_in, C_out, kernel, pad, stride), upstream's benchmark layers
-    "C2": (56, 56, 64, 64, 3, 1, 1),
-    "C3": (56, 56, 64, 128, 3, 1, 2),
-    "C4": (56, 56, 64, 128, 1, 0, 2),
-    "C5": (28, 28, 128, 128, 3, 1, 1),
-    "C6": (28, 28, 128, 256, 3, 1, 2),
-    "C7": (28, 28, 128, 256, 1, 0, 2),
-    "C8": (14, 14, 256, 256, 3, 1, 1),
-    "C9": (14, 14, 256, 512, 3, 1, 2),
-    "C10": (14, 14, 256, 512, 1, 0, 2),
-    "C11": (7, 7, 512, 512, 3, 1, 1),
-}
+RESNET18 = ops.RESNET18_LAYERS
 LARGEST = {"C2", "C5", "C8", "C11"}  # 115.6 M MACs each
 
 

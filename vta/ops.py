@@ -87,6 +87,22 @@ _IMM_MIN, _IMM_MAX = -(1 << 15), (1 << 15) - 1
 
 
 # --------------------------------------------------------------- packing
+#: Upstream's ResNet-18 benchmark layers (batch 1): name -> (H, W, C_in, C_out, kernel, pad,
+#: stride), from TVM's vta/tests/python/integration/test_benchmark_topi_conv2d.py.
+RESNET18_LAYERS: dict[str, tuple[int, int, int, int, int, int, int]] = {
+    "C2": (56, 56, 64, 64, 3, 1, 1),
+    "C3": (56, 56, 64, 128, 3, 1, 2),
+    "C4": (56, 56, 64, 128, 1, 0, 2),
+    "C5": (28, 28, 128, 128, 3, 1, 1),
+    "C6": (28, 28, 128, 256, 3, 1, 2),
+    "C7": (28, 28, 128, 256, 1, 0, 2),
+    "C8": (14, 14, 256, 256, 3, 1, 1),
+    "C9": (14, 14, 256, 512, 3, 1, 2),
+    "C10": (14, 14, 256, 512, 1, 0, 2),
+    "C11": (7, 7, 512, 512, 3, 1, 1),
+}
+
+
 def _ceil_to(n: int, unit: int) -> int:
     return -(-n // unit) * unit
 

@@ -34,22 +34,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .config import Config
+from .golden import ENGINES as MODULES  # queue tables shared with the golden model
+from .golden import POP_QUEUE, PUSH_QUEUE
 from .isa import DEP_FLAGS, INSN_BYTES, Insn, decode_word, disassemble, encode
 
-#: Queue popped / pushed per (engine, dependency flag); the same tables as the golden model's.
-POP_QUEUE = {
-    ("load", "pop_next_dep"): "g2l",
-    ("compute", "pop_prev_dep"): "l2g",
-    ("compute", "pop_next_dep"): "s2g",
-    ("store", "pop_prev_dep"): "g2s",
-}
-PUSH_QUEUE = {
-    ("load", "push_next_dep"): "l2g",
-    ("compute", "push_prev_dep"): "g2l",
-    ("compute", "push_next_dep"): "g2s",
-    ("store", "push_prev_dep"): "s2g",
-}
-MODULES = ("load", "compute", "store")
 HEADER = "# cycle\tmodule\tindex\traw\tdisassembly\ttokens"
 
 

@@ -29,19 +29,7 @@ from rich.table import Table
 import vta
 from vta import ops
 
-#: name: (H, W, C_in, C_out, kernel, pad, stride) -- upstream's ResNet-18 benchmark layers
-LAYERS = {
-    "C2": (56, 56, 64, 64, 3, 1, 1),
-    "C3": (56, 56, 64, 128, 3, 1, 2),
-    "C4": (56, 56, 64, 128, 1, 0, 2),
-    "C5": (28, 28, 128, 128, 3, 1, 1),
-    "C6": (28, 28, 128, 256, 3, 1, 2),
-    "C7": (28, 28, 128, 256, 1, 0, 2),
-    "C8": (14, 14, 256, 256, 3, 1, 1),
-    "C9": (14, 14, 256, 512, 3, 1, 2),
-    "C10": (14, 14, 256, 512, 1, 0, 2),
-    "C11": (7, 7, 512, 512, 3, 1, 1),
-}
+LAYERS = ops.RESNET18_LAYERS  # name: (H, W, C_in, C_out, kernel, pad, stride)
 
 
 def numpy_conv2d(data: np.ndarray, kernel: np.ndarray, stride: int, pad: int) -> np.ndarray:

@@ -30,26 +30,13 @@ import time
 
 import _blas  # noqa: F401  (first: pins BLAS threads before NumPy loads)
 import numpy as np
-from conv2d_resnet import (
-    LAYERS,  # noqa: E402  name: (H, W, C_in, C_out, kernel, pad, stride)
-    numpy_conv2d,  # noqa: E402  (same folder)
-)
+from conv2d_resnet import LAYERS, numpy_conv2d  # same folder
+from conv2d_resnet import _cpu_name as cpu_name
 
 import vta
 from vta import ops
 from vta.isa import GemmInsn, MemId, MemInsn, Opcode, encode
 from vta.programs import build_matmul
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown cpu"
 
 
 def matmul_run(dev, size: int) -> dict:
