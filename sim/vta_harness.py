@@ -245,7 +245,8 @@ class Harness:
         await RisingEdge(self.clk)
         await ReadOnly()
         await RisingEdge(self.clk)
-        reply = {"done": done, "cycles": cycles, "seconds": time.perf_counter() - t0}
+        reply = {"done": done, "cycles": cycles, "seconds": time.perf_counter() - t0,
+                 "protocol_errors": int(dut.dram_protocol_errors.value)}
         if not done:
             reply["report"] = await self.report()
         return reply

@@ -160,6 +160,7 @@ class RTLTransport(Transport):
         self._monitor_pos = 0
         self._insn_addr = 0
         self._insn_count = 0
+        self._protocol_errors = 0
         self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self._dead: str | None = None
@@ -338,10 +339,19 @@ class RTLTransport(Transport):
         self.last_run_seconds = reply.get("seconds")
         if self.tracing:
             self._collect_trace()
+        errors = reply.get("protocol_errors", 0)
+        if errors > self._protocol_errors:
+            new = errors - self._protocol_errors
+            self._protocol_errors = errors
+            raise DeviceError(
+                f"{self.name}: vta_top broke the AXI4 rules {new} time(s) during this run "
+                f"(non-INCR burst, burst crossing 4 KiB, or WLAST not on the last beat); the DRAM "
+                f"model's messages are in {self.log_file}:\n" + self._log_tail(10))
         if not reply["done"]:
             report = reply.get("report", {})
             text = self.describe_report(report)
             self._call({"op": "reset"})  # leave the device usable for the next run
+            self._protocol_errors = 0  # the reset clears the DRAM model's counter too
             raise WatchdogError(
                 f"{self.name} run of {self._insn_count} instructions at 0x{self._insn_addr:x}: "
                 f"nothing retired, dispatched or moved on the DRAM bus for {self.watchdog} cycles; "
