@@ -9,6 +9,7 @@ tests/test_ops.py) run on the simulators with ``--backend verilator
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 
@@ -257,6 +258,9 @@ def test_wall_clock_timeout_kills_the_simulator():
     with pytest.raises(DeviceError, match="simulator is not running .*killed after"):
         dev.driver.read_reg("STATUS")
     dev.close()
+    workdir = dev.driver.transport.workdir
+    assert (workdir / "simulator.log").exists(), "the log of a killed simulator is kept"
+    shutil.rmtree(workdir)
 
 
 @pytest.mark.parametrize("sim", SIMS)
@@ -272,6 +276,8 @@ def test_crashed_simulator_becomes_an_exception(sim):
     with pytest.raises(DeviceError, match="simulator is not running"):
         dev.driver.read_reg("STATUS")
     dev.close()
+    assert (t.workdir / "simulator.log").exists(), "the log of a crashed simulator is kept"
+    shutil.rmtree(t.workdir)
 
 
 @pytest.mark.parametrize("sim", SIMS)
