@@ -51,8 +51,9 @@ FORBIDDEN_FLAGS = {
 ENGINES = ("load", "compute", "store")
 QUEUES = ("l2g", "g2l", "g2s", "s2g")
 
-_LOAD_TYPES = {MemId.INP: "INP", MemId.WGT: "WGT", MemId.UOP: "UOP", MemId.ACC: "ACC",
-               MemId.ACC_8BIT: "ACC_8BIT"}
+#: Loadable memory types -> (scratchpad written, counter prefix).
+_LOAD_TYPES = {MemId.INP: ("inp", "inp"), MemId.WGT: ("wgt", "wgt"), MemId.UOP: ("uop", "uop"),
+               MemId.ACC: ("acc", "acc"), MemId.ACC_8BIT: ("acc", "acc8")}
 
 
 def dispatch_engine(insn: Insn) -> str:
@@ -310,8 +311,7 @@ class GoldenModel:
         if insn.x_size == 0:
             return  # sync no-op: only its flags matter
         cfg = self.cfg
-        buf = {"UOP": "uop", "INP": "inp", "WGT": "wgt", "ACC": "acc", "ACC_8BIT": "acc"}[
-            _LOAD_TYPES[mem_type]]
+        buf, counter = _LOAD_TYPES[mem_type]
         depth = getattr(self.sp, buf).shape[0]
         x_total = insn.x_pad_0 + insn.x_size + insn.x_pad_1
         y_total = insn.y_pad_0 + insn.y_size + insn.y_pad_1
@@ -322,9 +322,9 @@ class GoldenModel:
                 f"{insn.sram_base + x_total * y_total - 1}, beyond the {depth}-entry "
                 f"{buf.upper()} buffer")
         if mem_type == MemId.ACC_8BIT:
-            elem_bytes = cfg.BATCH * cfg.BLOCK_OUT
+            elem_bytes = cfg.BATCH * cfg.BLOCK_OUT  # int8 lanes, widened on the way in
         else:
-            elem_bytes = cfg.elem_bytes_of(_LOAD_TYPES[mem_type])
+            elem_bytes = cfg.elem_bytes_of(buf.upper())
         rows = self._dram_rows(engine, index, insn, elem_bytes)
         block = np.zeros((y_total, x_total, elem_bytes), dtype=np.uint8)
         block[insn.y_pad_0:insn.y_pad_0 + insn.y_size, insn.x_pad_0:insn.x_pad_0 + insn.x_size] = (
@@ -335,9 +335,8 @@ class GoldenModel:
         else:
             self.sp.raw(buf)[sram] = block.reshape(-1, elem_bytes)
         nbytes = insn.y_size * insn.x_size * elem_bytes
-        name = {"UOP": "uop", "INP": "inp", "WGT": "wgt", "ACC": "acc", "ACC_8BIT": "acc8"}[
-            _LOAD_TYPES[mem_type]]
-        setattr(counters, f"{name}_load_bytes", getattr(counters, f"{name}_load_bytes") + nbytes)
+        field = f"{counter}_load_bytes"
+        setattr(counters, field, getattr(counters, field) + nbytes)
 
     def _store(self, index: int, insn: MemInsn, counters: Counters) -> None:
         if insn.x_size == 0:
