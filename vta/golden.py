@@ -27,7 +27,19 @@ import numpy as np
 
 from .config import TOKEN_QUEUE_DEPTH, Config
 from .errors import DeadlockError, ErrorCode, ExecutionError
-from .isa import INSN_BYTES, AluInsn, AluOp, GemmInsn, Insn, MemId, MemInsn, Opcode, decode_word
+from .isa import (
+    DEFINED_OPCODES,
+    INSN_BYTES,
+    AluInsn,
+    AluOp,
+    GemmInsn,
+    Insn,
+    MemId,
+    MemInsn,
+    Opcode,
+    decode_word,
+    layout,
+)
 
 #: Queue names by (engine, flag).  "prev"/"next" follow load -> compute -> store.
 POP_QUEUE = {
@@ -86,12 +98,6 @@ class Counters:
         out = {k: v for k, v in self.__dict__.items() if k != "tokens"}
         out.update({f"{q}_tokens": n for q, n in self.tokens.items()})
         return out
-
-    @property
-    def load_bytes(self) -> dict[str, int]:
-        return {"UOP": self.uop_load_bytes, "INP": self.inp_load_bytes,
-                "WGT": self.wgt_load_bytes, "ACC": self.acc_load_bytes,
-                "ACC_8BIT": self.acc8_load_bytes}
 
 
 @dataclass(frozen=True)
@@ -214,7 +220,7 @@ class GoldenModel:
         for index in range(insn_count):
             word = int.from_bytes(raw[index * INSN_BYTES:(index + 1) * INSN_BYTES], "little")
             insn = decode_word(word, self.cfg)
-            if insn.opcode not in _KNOWN_OPCODES:
+            if insn.opcode not in DEFINED_OPCODES:
                 raise ExecutionError(
                     f"instruction {index} (fetch): undefined opcode {insn.opcode}",
                     module="fetch", index=index, field="opcode")
@@ -488,12 +494,7 @@ class _AluPlan:
             start = stop
 
 
-_KNOWN_OPCODES = frozenset(int(op) for op in Opcode)
-
-
 def _uop_field_masks(cfg: Config) -> tuple[tuple[int, int], ...]:
-    from .isa import layout
-
     return tuple((f.lo, (1 << f.width) - 1) for f in layout("uop", cfg))
 
 

@@ -361,17 +361,23 @@ _MNEMONIC_FIELDS = {"opcode", "memory_type", "alu_opcode"}
 _HEX_FIELDS = {"dram_base"}
 
 
+#: Opcode values the ISA defines (5..7 are undefined).
+DEFINED_OPCODES = frozenset(int(o) for o in Opcode)
+_MEM_IDS = frozenset(int(m) for m in MemId)
+_ALU_OPS = frozenset(int(a) for a in AluOp)
+
+
 def _mnemonic(insn: Insn) -> list[str]:
     op = insn.opcode
     if op in (Opcode.LOAD, Opcode.STORE):
         head = [Opcode(op).name]
         mem = insn.memory_type
-        head.append(MemId(mem).name if mem in list(MemId) else f"MEM{mem}")
+        head.append(MemId(mem).name if mem in _MEM_IDS else f"MEM{mem}")
         return head
     if op == Opcode.ALU:
         alu = insn.alu_opcode
-        return [AluOp(alu).name if alu in list(AluOp) else f"ALU{alu}"]
-    if op in list(Opcode):
+        return [AluOp(alu).name if alu in _ALU_OPS else f"ALU{alu}"]
+    if op in DEFINED_OPCODES:
         return [Opcode(op).name]
     return [f"OP{op}"]
 
