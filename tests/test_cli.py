@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pytest
 from click.testing import CliRunner
 
+from vta import isa
+from vta import trace as vtrace
 from vta.cli import main
 from vta.config import Config
 
 
 def invoke(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
 def test_help_lists_commands():
     result = invoke("--help")
     assert result.exit_code == 0
-    for command in ("demo", "config", "disasm", "asm", "regs"):
+    for command in ("demo", "config", "disasm", "asm", "regs", "run"):
         assert command in result.output
+    assert "3 a difference was found" in result.output
 
 
 def test_demo_runs_and_checks_against_numpy():
@@ -42,7 +47,7 @@ def test_demo_runs_on_the_rtl_by_default():
 def test_demo_rejects_bad_shape_and_config():
     result = invoke("demo", "--shape", "4", "0", "4")
     assert result.exit_code == 2
-    assert "M, K and N must be positive, not 4 0 4" in result.output
+    assert "Invalid value for '--shape': 0 is not in the range x>=1" in result.output
     result = invoke("demo", "--config", "nope")
     assert result.exit_code == 2 and "not 'nope'" in result.output
 
@@ -50,7 +55,7 @@ def test_demo_rejects_bad_shape_and_config():
 def test_demo_on_unknown_backend_lists_the_valid_ones():
     result = invoke("demo", "--backend", "nosuch")
     assert result.exit_code == 2
-    assert "'nosuch' is not one of 'golden', 'verilator', 'icarus', 'f1', 'f2'" in result.output
+    assert "'nosuch' is not one of 'golden', 'verilator', 'icarus'" in result.output
 
 
 def test_config_json_has_derived_constants():
@@ -101,3 +106,253 @@ def test_disasm_rejects_partial_instruction(tmp_path):
 def test_regs_verilog_header():
     result = invoke("regs", "--format", "verilog")
     assert "`define VTA_REG_STATUS 12'h004" in result.output
+
+
+# ------------------------------------------------------- error cases of a new user
+def run_cli(*args):
+    """Invoke without re-raising: the exit code and the one-line message are what count."""
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def one_line_error(result, code: int, *fragments: str) -> None:
+    assert result.exit_code == code, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in result.output, result.output
+
+
+def test_demo_shape_beyond_the_stride_field_is_refused():
+    one_line_error(run_cli("demo", "-b", "golden", "-c", "tiny", "--shape", 70000, 4, 4), 2,
+                   "M = 70000 needs 70000 input columns, more than a LOAD's 16-bit x_stride "
+                   "field reaches (65535 for BATCH 1); use M <= 65535")
+
+
+def test_demo_too_big_is_refused_up_front_naming_the_memory():
+    result = run_cli("demo", "-b", "golden", "--shape", 100000, 100000, 100000)
+    one_line_error(result, 2, "dense 100000x100000x100000 needs 27.9 GiB of device memory",
+                   "the golden device has 256.0 MiB (--mem-size)")
+
+
+def test_demo_negative_seed_and_rtl_flags_on_golden():
+    one_line_error(run_cli("demo", "--seed", -5), 2, "-5 is not in the range x>=0")
+    one_line_error(run_cli("demo", "-b", "golden", "--latency", 5), 2,
+                   "--latency only applies to the simulated backends (verilator, icarus), "
+                   "not golden")
+
+
+def test_demo_without_the_sim_extra_gives_a_hint(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cocotb", None)  # as if cocotb were not installed
+    one_line_error(run_cli("demo", "-b", "icarus", "-c", "tiny"), 1,
+                   "the icarus backend needs cocotb, which is not installed",
+                   "hint: the RTL backends need the sim extra: pip install 'vta[sim]'")
+
+
+def test_demo_json(tmp_path):
+    result = invoke("demo", "-b", "golden", "-c", "tiny", "--shape", 3, 5, 4, "--json")
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.output)
+    assert info["ok"] and info["outputs"] == 12 and info["mismatches"] == 0
+    assert info["stats"]["cycles"] is None and info["stats"]["gemm_uops"] > 0
+
+
+def test_asm_refuses_binary_input_and_missing_folder(tmp_path):
+    binary = tmp_path / "prog.bin"
+    binary.write_bytes(bytes([0x80, 0xff, 0x00, 0x21]) * 4)
+    one_line_error(run_cli("asm", binary, "-o", tmp_path / "x"), 1,
+                   "prog.bin: not assembly text (binary data at byte 0); `vta disasm` reads "
+                   "binary streams")
+    source = tmp_path / "p.s"
+    source.write_text("FINISH\n")
+    one_line_error(run_cli("asm", source, "-o", "/missing/dir/x.bin"), 1,
+                   "cannot write /missing/dir/x.bin: folder /missing/dir does not exist")
+
+
+def test_asm_duplicate_and_unknown_fields(tmp_path):
+    source = tmp_path / "p.s"
+    source.write_text("GEMM iter_out=2 iter_out=3\n")
+    one_line_error(run_cli("asm", source, "-o", tmp_path / "x.bin"), 1,
+                   "line 1: field 'iter_out' is given twice")
+    source.write_text("LOAD INP foo=1\n")
+    one_line_error(run_cli("asm", source, "-o", tmp_path / "x.bin"), 1,
+                   "line 1: LOAD INP has no field 'foo' (its fields: sram_base, "
+                   "dram_base, y_size, x_size, x_stride, y_pad_0, y_pad_1, x_pad_0, x_pad_1, "
+                   "deps)")
+
+
+def test_disasm_ranges_are_checked(tmp_path):
+    stream = tmp_path / "p.bin"
+    stream.write_bytes(bytes(16) * 2 + (3).to_bytes(16, "little"))
+    one_line_error(run_cli("disasm", stream, "--start", -3), 2, "-3 is not in the range x>=0")
+    one_line_error(run_cli("disasm", stream, "--count", -1), 2, "-1 is not in the range x>=1")
+    one_line_error(run_cli("disasm", stream, "--start", 3), 2,
+                   "3 is past the end of the 3-instruction stream (indices 0..2)")
+    assert invoke("disasm", stream, "--start", 1, "--count", 5).output == \
+        "     1: LOAD UOP\n     2: FINISH\n"
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    one_line_error(run_cli("disasm", empty), 1, "the stream is empty (no instructions)")
+
+
+def test_config_takes_the_config_option_too():
+    by_option = invoke("config", "--config", "tiny", "--json")
+    assert json.loads(by_option.output) == json.loads(invoke("config", "tiny", "--json").output)
+    one_line_error(run_cli("config", "tiny", "-c", "default"), 2,
+                   "give the configuration once")
+
+
+def test_isa_and_regs_json():
+    layout = json.loads(invoke("isa", "-c", "tiny", "--json").output)
+    acc_bits = (Config.load("tiny").ACC_BUFF_DEPTH - 1).bit_length()  # 128 entries: 7 bits
+    assert layout["uop"][0] == {"name": "dst_idx", "lo": 0, "width": acc_bits, "signed": False}
+    registers = json.loads(invoke("regs", "--json").output)
+    assert registers[1]["name"] == "STATUS" and registers[1]["offset"] == 4
+
+
+# ------------------------------------------------------------ program files
+HAND = """\
+.config tiny
+.run @code
+.region x
+.i8 1 -2 3 4
+.region w
+.i8 1 0 0 0   0 1 0 0   0 0 1 0   2 2 2 2
+.region out size=4 role=out
+.region kernels
+UOP
+UOP wgt_idx=0
+.region code
+LOAD UOP dram_base=@kernels y_size=1 x_size=2 x_stride=2
+LOAD INP dram_base=@x y_size=1 x_size=1 x_stride=1 deps=push_next
+LOAD WGT dram_base=@w y_size=1 x_size=1 x_stride=1
+GEMM reset_reg=1 uop_bgn=0 uop_end=1 iter_out=1 iter_in=1
+GEMM uop_bgn=1 uop_end=2 iter_out=1 iter_in=1 deps=pop_prev,push_next
+STORE OUT dram_base=@out y_size=1 x_size=1 x_stride=1 deps=pop_prev
+FINISH
+"""
+
+
+@pytest.fixture
+def hand_program(tmp_path):
+    source = tmp_path / "hand.s"
+    source.write_text(HAND)
+    prog = tmp_path / "hand.vtaprog"
+    result = invoke("asm", source, "-o", prog)
+    assert result.exit_code == 0, result.output
+    assert "program file, 7 instructions, 5 regions" in result.output
+    return prog
+
+
+def test_disasm_program_file_shows_micro_ops_and_hex(hand_program):
+    lines = invoke("disasm", hand_program, "--hex").output.splitlines()
+    # region kernels is the fourth page (0x4000): dram_base 0x4000 / 4 bytes per micro-op
+    first = isa.MemInsn(opcode=isa.Opcode.LOAD, memory_type=isa.MemId.UOP, dram_base=0x1000,
+                        y_size=1, x_size=2, x_stride=2)
+    word = int.from_bytes(isa.encode(first, Config.load("tiny")), "little")
+    assert lines[0] == f"     0: {word:032x}  {isa.disassemble(first)}"
+    assert "GEMM uop_bgn=1 uop_end=2" in lines[5]
+    assert lines[6].strip() == "# uop 1: UOP"  # wgt_idx=0, src_idx=0, dst_idx=0
+    data = json.loads(invoke("disasm", hand_program, "--json", "--start", 3).output)
+    assert data[0]["index"] == 3 and data[0]["uops"] == [
+        {"entry": 0, "dst_idx": 0, "src_idx": 0, "wgt_idx": 0}]
+    assert data[0]["fields"]["reset_reg"] == 1
+
+
+def test_run_program_file_and_write_outputs(hand_program, tmp_path):
+    result = invoke("run", hand_program, "-b", "golden", "--out", tmp_path / "res")
+    assert result.exit_code == 0, result.output
+    out = np.frombuffer((tmp_path / "res" / "out.bin").read_bytes(), dtype=np.int8)
+    w = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [2, 2, 2, 2]])
+    assert out.tolist() == list(w @ np.array([1, -2, 3, 4]))
+    assert "7 instructions" in result.output and "n/a (functional model)" in result.output
+
+
+def test_run_reports_a_mismatch_with_exit_3(tmp_path):
+    captured = tmp_path / "runs"
+    assert invoke("demo", "-b", "golden", "-c", "tiny", "--shape", 2, 4, 4,
+                  "--capture", captured).exit_code == 0
+    path = captured / "run-0001.vtaprog"
+    result = invoke("run", path, "-b", "golden", "--json")
+    assert result.exit_code == 0 and json.loads(result.output)["outputs"]["out"]["matches"]
+    text = path.read_text()
+    head, expect = text.split(".expect out\n")
+    first = expect.splitlines()[0]  # "+0000: b0 b1 ..."
+    flipped = first[:7] + f"{int(first[7:9], 16) ^ 1:02x}" + first[9:]
+    path.write_text(head + ".expect out\n" + expect.replace(first, flipped, 1))
+    result = run_cli("run", path, "-b", "golden")
+    one_line_error(result, 3, "outputs differ from the recorded run: region out: 1 byte(s) "
+                              "differ; first at byte 0 (OUT element 0, lane 0)")
+
+
+def test_run_rtl_with_simulation_flags(hand_program, tmp_path):
+    trace = tmp_path / "t.trace"
+    result = invoke("run", hand_program, "-b", "verilator", "--stall", "0.3", "--latency", "9,4",
+                    "--seed", 5, "--watchdog", 100000, "--trace", trace, "--json")
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.output)
+    assert info["stats"]["cycles"] > 0 and info["stats"]["gemm_uops"] == 1
+    records = vtrace.read_trace(trace)
+    assert [r.index for r in sorted(records, key=lambda r: r.index)] == list(range(7))
+    for r in records:
+        assert r.dispatch <= r.start <= r.cycle  # dispatch, start and retire cycles
+
+
+# ---------------------------------------------------------------- Ctrl-C
+LONG = """\
+.config tiny
+.run @code
+.region kernels
+UOP
+.region code
+LOAD UOP dram_base=@kernels y_size=1 x_size=1 x_stride=1
+GEMM uop_end=1 iter_out=16383 iter_in=16383
+FINISH
+"""
+
+
+def test_ctrl_c_stops_the_simulator_at_once(tmp_path):
+    """SIGINT during a long RTL run: exit 130 within seconds, no simulator or folder left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    source = tmp_path / "long.s"
+    source.write_text(LONG)
+    prog = tmp_path / "long.vtaprog"
+    assert invoke("asm", source, "-o", prog).exit_code == 0
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    proc = subprocess.Popen(  # 268 M GEMM cycles: minutes of simulation
+        [sys.executable, "-m", "vta.cli", "-v", "run", str(prog), "-b", "verilator",
+         "--watchdog", "0"], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        text=True)
+    try:
+        for line in proc.stderr:  # wait until the run has started
+            if line.startswith("vta: run: 3 instructions"):
+                break
+        else:
+            pytest.fail(f"the run never started (exit {proc.wait()})")
+        assert list(scratch.glob("vta-verilator-*"))  # the session folder exists meanwhile
+        time.sleep(1.5)  # let the host send the run request: the simulator is then busy
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+        elapsed = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert code == 130
+    assert elapsed < 5, f"took {elapsed:.1f} s to stop"
+    assert list(scratch.iterdir()) == []  # the session folder is gone
+    left = []
+    for pid in os.listdir("/proc"):
+        try:
+            if os.readlink(f"/proc/{pid}/cwd").startswith(str(scratch)):
+                left.append(pid)
+        except OSError:
+            continue
+    assert left == [], f"simulator processes left: {left}"

@@ -18,6 +18,8 @@ f1, f2     vta.driver.aws        AWS FPGA instance (PCIe BAR + card DMA)
 from __future__ import annotations
 
 import importlib
+import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,8 @@ BACKENDS: dict[str, str] = {
     "f1": "vta.driver.aws",
     "f2": "vta.driver.aws",
 }
+
+log = logging.getLogger(__name__)
 
 #: Default seconds a run may take before :class:`~vta.errors.DeviceTimeoutError`.
 DEFAULT_RUN_TIMEOUT = 600.0
@@ -80,8 +84,9 @@ def open_device(backend: str = "golden", cfg: Config | str | Path | None = None,
         configuration (checked through its identification registers).
     **options
         ``run_timeout`` (seconds, default 600) is the driver's default run
-        timeout; every other option goes to the backend's transport (for
-        golden: ``mem_size``).
+        timeout; ``capture`` (a directory, default ``$VTA_CAPTURE``) writes a
+        program file of every run there (:mod:`vta.progfile`); every other
+        option goes to the backend's transport (for golden: ``mem_size``).
 
     Returns
     -------
@@ -91,13 +96,14 @@ def open_device(backend: str = "golden", cfg: Config | str | Path | None = None,
     cfg = _as_config(cfg)
     opener = _load_plugin(backend)
     run_timeout = float(options.pop("run_timeout", DEFAULT_RUN_TIMEOUT))
+    capture = options.pop("capture", None) or os.environ.get("VTA_CAPTURE") or None
     transport = opener(backend, cfg, **options)
     try:
         driver = Driver(transport, cfg)
     except BaseException:
         transport.close()
         raise
-    return Device(driver, backend, run_timeout=run_timeout)
+    return Device(driver, backend, run_timeout=run_timeout, capture=capture)
 
 
 class Device:
@@ -114,22 +120,36 @@ class Device:
         The device's configuration.
     run_timeout : float
         Default seconds a run may take.
+    capture : str, Path or None
+        Directory (or ``.vtaprog`` file) every run is recorded to as a program file.
+    buffer_names : dict[int, str]
+        Names given to :meth:`alloc`, by buffer address (program files use them).
     """
 
-    def __init__(self, driver: Driver, backend: str, run_timeout: float = DEFAULT_RUN_TIMEOUT):
+    def __init__(self, driver: Driver, backend: str, run_timeout: float = DEFAULT_RUN_TIMEOUT,
+                 capture: str | Path | None = None):
         self.driver = driver
         self.backend = backend
         self.cfg = driver.cfg
         self.run_timeout = run_timeout
+        self.capture = capture
+        self.buffer_names: dict[int, str] = {}
 
     # ------------------------------------------------------------- memory
-    def alloc(self, nbytes: int) -> Buffer:
-        """Allocate ``nbytes`` of device memory (4 KiB aligned, never at address 0)."""
-        return self.driver.alloc(nbytes)
+    def alloc(self, nbytes: int, name: str | None = None) -> Buffer:
+        """Allocate ``nbytes`` of device memory (4 KiB aligned, never at address 0).
+
+        ``name`` labels the buffer in captured program files.
+        """
+        buf = self.driver.alloc(nbytes)
+        if name is not None:
+            self.buffer_names[buf.addr] = str(name)
+        return buf
 
     def free(self, buf: Buffer) -> None:
         """Free a buffer returned by :meth:`alloc`."""
         self.driver.free(buf)
+        self.buffer_names.pop(buf.addr, None)
 
     def write(self, buf: Buffer, data: Any, offset: int = 0) -> None:
         """Copy bytes-like ``data`` or a NumPy array's raw bytes into ``buf`` at ``offset``."""
@@ -146,20 +166,53 @@ class Device:
 
     # ---------------------------------------------------------------- run
     def run(self, insn_buf: Buffer | int, insn_count: int,
-            timeout: float | None = None) -> RunStats:
+            timeout: float | None = None, capture: str | Path | None = None) -> RunStats:
         """Execute ``insn_count`` instructions stored at the start of ``insn_buf``.
 
         ``insn_buf`` may also be a raw device byte address.  Returns the run's
         :class:`~vta.driver.host.RunStats` (``stats.cycles`` is ``None`` on
-        the golden backend).
+        the golden backend).  ``capture`` (default: the device's) records the
+        run as a program file: a ``.vtaprog`` path, or a directory that gets
+        the next ``run-NNNN.vtaprog``; a run that fails is recorded too, its
+        error noted in the file.
         """
         if isinstance(insn_buf, Buffer):
             self.driver.check_access(insn_buf, 0, insn_count * 16, "run")
             addr = insn_buf.addr
         else:
             addr = int(insn_buf)
-        return self.driver.run(addr, insn_count,
-                               self.run_timeout if timeout is None else timeout)
+        timeout = self.run_timeout if timeout is None else timeout
+        capture = capture or self.capture
+        log.debug("run: %d instructions at 0x%x on %s", insn_count, addr, self.backend)
+        if not capture:
+            return self._logged(self.driver.run(addr, insn_count, timeout))
+        from . import progfile
+
+        prog = progfile.capture(self, addr, insn_count)
+        prog.notes.append(progfile.provenance(self))
+        try:
+            stats = self.driver.run(addr, insn_count, timeout)
+        except Exception as exc:
+            prog.notes.append(f"the run failed: {type(exc).__name__}: {exc}")
+            prog.save(progfile.capture_path(capture))
+            raise
+        progfile.record_outputs(prog, self)
+        path = prog.save(progfile.capture_path(capture))
+        log.info("captured the run in %s", path)
+        return self._logged(stats)
+
+    @staticmethod
+    def _logged(stats: RunStats) -> RunStats:
+        log.debug("run done: %d instructions retired, %s cycles, %.3f s",
+                  stats.load_insns + stats.compute_insns + stats.store_insns,
+                  "no" if stats.cycles is None else stats.cycles, stats.wall_time)
+        return stats
+
+    @property
+    def last_trace(self) -> list | None:
+        """:mod:`vta.trace` records of the last run, if the device was opened with ``trace``."""
+        transport = self.driver.transport
+        return list(transport.last_trace) if getattr(transport, "tracing", False) else None
 
     # -------------------------------------------------------------- close
     @property

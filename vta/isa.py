@@ -447,13 +447,19 @@ def assemble(line: str, *, where: str = "line 1") -> Insn:
     body = _LINE.match(line).group("body").strip()
     if not body:
         raise AssemblyError(f"{where}: no instruction")
-    cls, values, rest = _parse_mnemonic(body.split(), where)
-    names = {f.name for f in dataclasses.fields(cls)}
+    tokens = body.split()
+    cls, values, rest = _parse_mnemonic(tokens, where)
+    head = " ".join(tokens[:len(tokens) - len(rest)]).upper()  # e.g. "LOAD INP"
+    names = [f.name for f in dataclasses.fields(cls)]
+    seen: set[str] = set()
     for token in rest:
         key, sep, text = token.partition("=")
         if not sep:
             raise AssemblyError(f"{where}: expected field=value, not {token!r}")
         if key == "deps":
+            if "deps" in seen:
+                raise AssemblyError(f"{where}: field 'deps' is given twice")
+            seen.add("deps")
             for flag in filter(None, text.split(",")):
                 if f"{flag}_dep" not in DEP_FLAGS:
                     raise AssemblyError(
@@ -463,12 +469,49 @@ def assemble(line: str, *, where: str = "line 1") -> Insn:
                 values[f"{flag}_dep"] = 1
             continue
         if key not in names or key in _MNEMONIC_FIELDS:
-            raise AssemblyError(f"{where}: {cls.__name__} has no field {key!r}")
-        try:
-            values[key] = int(text, 0)
-        except ValueError:
-            raise AssemblyError(f"{where}: field {key!r} needs an integer, not {text!r}") from None
+            valid = [n for n in names if n not in _MNEMONIC_FIELDS and n not in DEP_FLAGS]
+            raise AssemblyError(f"{where}: {head} has no field {key!r} (its fields: "
+                                f"{', '.join(valid)}, deps)")
+        if key in seen:
+            raise AssemblyError(f"{where}: field {key!r} is given twice")
+        seen.add(key)
+        values[key] = _parse_int(text, key, where)
     return cls(**values)
+
+
+def _parse_int(text: str, key: str, where: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise AssemblyError(f"{where}: field {key!r} needs an integer, not {text!r}") from None
+
+
+def disassemble_uop(uop: Uop) -> str:
+    """Render one micro-op as ``UOP dst_idx=.. src_idx=.. wgt_idx=..`` (zero fields left out)."""
+    parts = ["UOP"]
+    parts += [f"{name}={value}" for name, value in dataclasses.asdict(uop).items() if value]
+    return " ".join(parts)
+
+
+def assemble_uop(line: str, *, where: str = "line 1") -> Uop:
+    """Parse one micro-op line (the inverse of :func:`disassemble_uop`)."""
+    tokens = _LINE.match(line).group("body").split()
+    if not tokens or tokens[0].upper() != "UOP":
+        raise AssemblyError(f"{where}: a micro-op line starts with UOP, not "
+                            f"{(tokens or [''])[0]!r}")
+    names = [f.name for f in dataclasses.fields(Uop)]
+    values: dict[str, int] = {}
+    for token in tokens[1:]:
+        key, sep, text = token.partition("=")
+        if not sep:
+            raise AssemblyError(f"{where}: expected field=value, not {token!r}")
+        if key not in names:
+            raise AssemblyError(f"{where}: UOP has no field {key!r} (its fields: "
+                                f"{', '.join(names)})")
+        if key in values:
+            raise AssemblyError(f"{where}: field {key!r} is given twice")
+        values[key] = _parse_int(text, key, where)
+    return Uop(**values)
 
 
 def assemble_stream(text: str, cfg: Config) -> bytes:

@@ -537,22 +537,22 @@ def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
     out_shape = (plan.nb, plan.ob, plan.oh, plan.ow, b, bo)
     buffers: list[Buffer] = []
 
-    def alloc(nbytes: int) -> Buffer:
-        buf = dev.alloc(max(nbytes, 1))
+    def alloc(nbytes: int, name: str) -> Buffer:
+        buf = dev.alloc(max(nbytes, 1), name=name)
         buffers.append(buf)
         return buf
 
     try:
-        data_buf = alloc(data.nbytes)
+        data_buf = alloc(data.nbytes, "data")
         dev.write(data_buf, np.ascontiguousarray(data))
-        wgt_buf = alloc(kernel.nbytes)
+        wgt_buf = alloc(kernel.nbytes, "weights")
         dev.write(wgt_buf, np.ascontiguousarray(kernel))
         bias_buf = None
         if epi.bias:
             packed_bias = np.broadcast_to(bias.reshape(plan.ob, 1, bo), (plan.ob, b, bo))
-            bias_buf = alloc(packed_bias.size * 4)
+            bias_buf = alloc(packed_bias.size * 4, "bias")
             dev.write(bias_buf, np.ascontiguousarray(packed_bias, dtype="<i4"))
-        out_buf = alloc(int(np.prod(out_shape)))
+        out_buf = alloc(int(np.prod(out_shape)), "out")
         with CommandQueue(dev, **(queue_options or {})) as q:
             _emit_conv(q, plan, epi, data_buf, wgt_buf, bias_buf, out_buf)
             q.synchronize()

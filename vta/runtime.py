@@ -24,7 +24,8 @@ Python, over a :class:`vta.device.Device`:
 
 Debug options: ``dump`` (the stream as disassembly at every synchronize),
 ``dump_uop`` (each kernel when recorded), ``force_serial`` (upstream's
-``RewriteForceSerial``).
+``RewriteForceSerial``), ``capture`` (each synchronised run written as a
+program file, :mod:`vta.progfile`).
 
 Differences from upstream, on purpose: kernels are cached under any hashable
 key (upstream: a small int per call site); the micro-op staging area holds
@@ -189,6 +190,9 @@ class CommandQueue:
         Rewrite dependency flags so that the engines run one after another.
     timeout : float, optional
         Run timeout in seconds (default: the device's).
+    capture : str or Path, optional
+        Record every run as a program file: a directory (one ``run-NNNN.vtaprog``
+        per synchronize) or a ``.vtaprog`` path (default: the device's capture).
 
     Attributes
     ----------
@@ -203,7 +207,7 @@ class CommandQueue:
     def __init__(self, device: Device, *, max_insns: int = DEFAULT_MAX_INSNS,
                  max_uops: int = DEFAULT_MAX_UOPS, debug: int = 0, dump: Any = False,
                  dump_uop: bool = False, force_serial: bool = False,
-                 timeout: float | None = None):
+                 timeout: float | None = None, capture: Any = None):
         if max_insns <= TAIL_RESERVE + 4:
             raise ValueError(f"max_insns must be more than {TAIL_RESERVE + 4}, not {max_insns}")
         if max_uops < 1:
@@ -216,11 +220,12 @@ class CommandQueue:
             DEBUG_FORCE_SERIAL if force_serial else 0) | (DEBUG_DUMP_INSN if dump else 0)
         self.dump = dump
         self.timeout = timeout
+        self.capture = capture
         self.history: list[RunStats] = []
         self.last_dump: str | None = None
         self.last_stream: bytes | None = None
-        self._insn_buf = device.alloc(self.max_insns * isa.INSN_BYTES)
-        self._uop_buf = device.alloc(self.max_uops * isa.UOP_BYTES)
+        self._insn_buf = device.alloc(self.max_insns * isa.INSN_BYTES, name="insn")
+        self._uop_buf = device.alloc(self.max_uops * isa.UOP_BYTES, name="uop")
         self._kernels: dict[Hashable, UopKernel] = {}
         self._recording: UopKernel | None = None
         self._syncing = False
@@ -689,14 +694,16 @@ class CommandQueue:
         else:
             sys.stdout.write(text)
 
-    def synchronize(self, timeout: float | None = None) -> RunStats | None:
+    def synchronize(self, timeout: float | None = None,
+                    capture: Any = None) -> RunStats | None:
         """Finish the stream, run it on the device and reset the queue (``VTASynchronize``).
 
         Appends the standard tail (store and load signal compute, compute pops
         both) -- or rewrites the flags when ``force_serial`` -- then FINISH,
         copies the staged micro-ops and instructions to their device buffers
         and runs them.  Returns the run's statistics, or ``None`` when nothing
-        was queued.  Every kernel is non-resident afterwards.
+        was queued.  Every kernel is non-resident afterwards.  ``capture``
+        records this run as a program file (default: the queue's setting).
         """
         pending = any(self._pending_prev) or any(self._pending_next)
         if not self._insns and not pending:
@@ -729,7 +736,8 @@ class CommandQueue:
             if self._uop_chunks:
                 self.device.write(self._uop_buf, b"".join(self._uop_chunks))
             self.device.write(self._insn_buf, raw)
-            stats = self.device.run(self._insn_buf, count, timeout=timeout or self.timeout)
+            stats = self.device.run(self._insn_buf, count, timeout=timeout or self.timeout,
+                                    capture=capture or self.capture)
         finally:
             self._syncing = False
             self._reset_queues()

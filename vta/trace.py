@@ -10,7 +10,9 @@ CLI reads either::
 column      meaning
 =========== ==============================================================
 cycle       clock cycle (since reset) at which the engine retired the
-            instruction; ``-`` for the golden model, which has no clock
+            instruction, or ``dispatch/start/retire``: the cycles fetch
+            dispatched it, the engine started it (its tokens taken) and
+            retired it; ``-`` for the golden model, which has no clock
 module      ``load``, ``compute`` or ``store``
 index       the instruction's index in the stream
 raw         the 128-bit instruction word, 32 hex digits, most significant
@@ -59,6 +61,9 @@ class TraceRecord:
         Disassembly.
     popped, pushed : tuple of str
         Token queues popped before the instruction and pushed after it.
+    dispatch, start : int or None
+        Cycles at which fetch dispatched the instruction and its engine started
+        it (``None`` when not recorded).
     """
 
     cycle: int | None
@@ -68,10 +73,14 @@ class TraceRecord:
     text: str
     popped: tuple[str, ...] = ()
     pushed: tuple[str, ...] = ()
+    dispatch: int | None = None
+    start: int | None = None
 
     def line(self) -> str:
         """The record as one line of the trace format (no newline)."""
         cycle = "-" if self.cycle is None else str(self.cycle)
+        if self.cycle is not None and self.dispatch is not None and self.start is not None:
+            cycle = f"{self.dispatch}/{self.start}/{self.cycle}"
         tokens = f"pop={','.join(self.popped) or '-'} push={','.join(self.pushed) or '-'}"
         return f"{cycle}\t{self.module}\t{self.index}\t{self.raw:032x}\t{self.text}\t{tokens}"
 
@@ -108,20 +117,31 @@ def from_golden(events: Iterable, cfg: Config) -> list[TraceRecord]:
 def from_monitor(lines: Iterable[str], stream: bytes, cfg: Config) -> list[TraceRecord]:
     """Records from the testbench monitor's ``<cycle> <module> <index> <event>`` lines.
 
-    ``stream`` holds the run's instruction bytes (index 0 first).  Only
-    ``retire`` events become records; dispatch and start events are dropped.
+    ``stream`` holds the run's instruction bytes (index 0 first).  Each
+    ``retire`` event becomes a record, carrying the cycles of the same
+    instruction's ``dispatch`` and ``start`` events; instructions that never
+    retired make no record.
     """
     out = []
+    dispatched: dict[int, int] = {}
+    started: dict[int, int] = {}
     for line in lines:
         parts = line.split()
-        if len(parts) != 4 or parts[3] != "retire":
+        if len(parts) != 4:
             continue
         cycle, module, index = int(parts[0]), parts[1], int(parts[2])
+        if parts[3] == "dispatch":
+            dispatched[index] = cycle
+        elif parts[3] == "start":
+            started[index] = cycle
+        if parts[3] != "retire":
+            continue
         word = stream[index * INSN_BYTES:(index + 1) * INSN_BYTES]
         if len(word) != INSN_BYTES:
             raise ValueError(f"trace names instruction {index}, beyond the "
                              f"{len(stream) // INSN_BYTES}-instruction stream")
-        out.append(record(cycle, module, index, int.from_bytes(word, "little"), cfg))
+        rec = record(cycle, module, index, int.from_bytes(word, "little"), cfg)
+        out.append(replace(rec, dispatch=dispatched.get(index), start=started.get(index)))
     return out
 
 
@@ -130,6 +150,14 @@ def format_trace(records: Iterable[TraceRecord], header: bool = True) -> str:
     lines = [HEADER] if header else []
     lines += [r.line() for r in records]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def append_trace(path: str | Path, records: list[TraceRecord]) -> None:
+    """Append ``records`` to the trace file ``path`` (with the header when it is new)."""
+    path = Path(path)
+    new = not path.exists() or path.stat().st_size == 0
+    with open(path, "a") as out:
+        out.write(format_trace(records, header=new))
 
 
 def parse_line(line: str) -> TraceRecord | None:
@@ -152,8 +180,15 @@ def parse_line(line: str) -> TraceRecord | None:
             pushes = queues
         else:
             raise ValueError(f"token column must read 'pop=... push=...', not {tokens!r}")
+    dispatch = start = None
+    if "/" in cycle_s:
+        try:
+            dispatch, start, cycle_s = (int(c) for c in cycle_s.split("/"))
+        except ValueError:
+            raise ValueError(f"cycle column must read RETIRE or DISPATCH/START/RETIRE, not "
+                             f"{cycle_s!r}") from None
     return TraceRecord(None if cycle_s == "-" else int(cycle_s), module, int(index_s),
-                       int(raw_s, 16), disasm, pops, pushes)
+                       int(raw_s, 16), disasm, pops, pushes, dispatch, start)
 
 
 def read_trace(path: str | Path) -> list[TraceRecord]:
@@ -168,4 +203,5 @@ def read_trace(path: str | Path) -> list[TraceRecord]:
 
 def normalise(records: Iterable[TraceRecord]) -> list[TraceRecord]:
     """Records without cycles, ordered by instruction index (for comparing traces)."""
-    return sorted((replace(r, cycle=None) for r in records), key=lambda r: r.index)
+    return sorted((replace(r, cycle=None, dispatch=None, start=None) for r in records),
+                  key=lambda r: r.index)

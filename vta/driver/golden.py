@@ -6,10 +6,14 @@ FETCH_INDEX and every counter -- and runs :class:`vta.golden.GoldenModel`
 synchronously when CTRL.START is written.  One model lives as long as the
 transport, so the scratchpads persist across runs as on hardware.  The model
 has no clock: the transport declares ``has_timing = False`` and its timing
-counters read 0 (the driver reports them as ``None``).
+counters read 0 (the driver reports them as ``None``).  With ``trace`` the
+instructions each run retired are kept as :mod:`vta.trace` records, in the
+order the model retired them (:attr:`GoldenTransport.last_trace`).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -37,12 +41,16 @@ class GoldenTransport(Transport):
         registers report it).
     mem_size : int
         Bytes of device memory (default 256 MiB).
+    trace : bool, str or Path
+        ``True``: keep each run's trace in :attr:`last_trace`; a path: also
+        append it to that file in the :mod:`vta.trace` format.
     """
 
     name = "golden"
     has_timing = False
 
-    def __init__(self, cfg: Config, mem_size: int = DEFAULT_MEM_SIZE):
+    def __init__(self, cfg: Config, mem_size: int = DEFAULT_MEM_SIZE,
+                 trace: bool | str | Path | None = None):
         if mem_size <= 0 or mem_size % 4096:
             raise ValueError(f"mem_size must be a positive multiple of 4096, not {mem_size}")
         self.cfg = cfg
@@ -67,6 +75,9 @@ class GoldenTransport(Transport):
         self._counters: dict[str, int] = {n: 0 for n, _ in regs.COUNTERS}
         self._detail: str | None = None
         self._closed = False
+        self.tracing = bool(trace)
+        self.trace_path = Path(trace) if isinstance(trace, (str, Path)) else None
+        self.last_trace: list = []
 
     # ---------------------------------------------------------- registers
     def read32(self, offset: int) -> int:
@@ -145,6 +156,12 @@ class GoldenTransport(Transport):
             self._fetch_index = self._insn_count
             self._set_counters(counters)
             self._status = regs.status_word(done=True)
+        if self.tracing:
+            from .. import trace as vtrace
+
+            self.last_trace = vtrace.from_golden(self._events, self.cfg)
+            if self.trace_path is not None:
+                vtrace.append_trace(self.trace_path, self.last_trace)
 
     def _live_tokens(self) -> dict[str, int]:
         live = dict.fromkeys(QUEUES, 0)

@@ -396,9 +396,7 @@ class RTLTransport(Transport):
         stream = self.mem_read(self._insn_addr, self._insn_count * 16) if lines else b""
         self.last_trace = vtrace.from_monitor(lines, stream, self.cfg)
         if self.trace_path is not None:
-            new = not self.trace_path.exists()
-            with open(self.trace_path, "a") as out:
-                out.write(vtrace.format_trace(self.last_trace, header=new))
+            vtrace.append_trace(self.trace_path, self.last_trace)
 
     def info(self) -> dict[str, Any]:
         """Testbench state: cycle, DRAM beat counts and protocol errors."""
@@ -425,9 +423,29 @@ class RTLTransport(Transport):
         if not self.keep_workdir and self._dead is None:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def abort(self) -> None:
+        """Kill the simulator now (no goodbye, no waiting) and remove its session folder."""
+        if self._closed:
+            return
+        self._closed = True
+        self._dead = "aborted"
+        self._kill()
+        if self._sock is not None:
+            self._sock.close()
+        _LIVE.discard(self)
+        if not self.keep_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+
+def abort_all() -> None:
+    """Kill every live simulator at once and remove its session folder (used on Ctrl-C)."""
+    for t in list(_LIVE):
+        with contextlib.suppress(Exception):
+            t.abort()
 
 
 @atexit.register

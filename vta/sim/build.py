@@ -20,10 +20,12 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -33,6 +35,7 @@ from ..errors import VTAError
 
 SIMULATORS = ("verilator", "icarus")
 TIMESCALE = ("1ns", "1ps")
+log = logging.getLogger(__name__)
 
 
 class SimulatorError(VTAError):
@@ -219,6 +222,10 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
                 main = build_dir.parent / f"{build_dir.name}-main.cpp"
                 _custom_main(runner, main, cpp_sources, main_init)
             log_path = build_dir.parent / f"{build_dir.name}.log"
+            log.info("building the %s simulation of %s (once per configuration and options; "
+                     "Verilator takes about a minute); compiler output: %s", simulator, top,
+                     log_path)
+            started = time.monotonic()
             try:
                 with _output_to(None if log else log_path):
                     runner.build(sources=sources, hdl_toplevel=top, includes=includes,
@@ -233,7 +240,10 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
                 raise SimulatorError(
                     f"{simulator} build of {top} failed ({exc}){tail or '; see the messages above'}"
                 ) from None
-        stamp.write_text(json.dumps({"version": version, "parameters": parameters}, default=str))
+        stamp.write_text(json.dumps({"version": version, "parameters": parameters,
+                                     "waves": waves}, default=str))
+        log.info("built the %s simulation of %s in %.0f s", simulator, top,
+                 time.monotonic() - started)
     return result
 
 
