@@ -186,7 +186,11 @@ def test_stream_errors_name_the_index_and_line():
     ("LOAD", "line 3: LOAD needs a memory type"),
     ("LOAD FOO x_size=1", "line 3: unknown memory type 'FOO'"),
     ("GEMM iter_out", "line 3: expected field=value, not 'iter_out'"),
-    ("GEMM imm=1", "line 3: GemmInsn has no field 'imm'"),
+    ("GEMM imm=1", r"line 3: GEMM has no field 'imm' \(its fields: reset_reg, uop_bgn, "
+                   r"uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in, src_factor_out, "
+                   r"src_factor_in, wgt_factor_out, wgt_factor_in, deps\)"),
+    ("GEMM iter_in=1 iter_in=2", "line 3: field 'iter_in' is given twice"),
+    ("ADD deps=pop_prev deps=push_next", "line 3: field 'deps' is given twice"),
     ("MAX iter_out=two", "line 3: field 'iter_out' needs an integer, not 'two'"),
     ("GEMM deps=pop_first", "line 3: unknown dependency flag 'pop_first'"),
     ("GEMM iter_out=16384", "line 3: GEMM field 'iter_out' is 14 bits wide"),
@@ -212,3 +216,22 @@ def test_committed_isa_doc_is_generated_from_the_tables():
     assert doc.read_text() == isa.render_markdown(DEFAULT), (
         "docs/isa.md is stale: regenerate it with `vta isa > docs/isa.md`")
     assert "| imm | [112..127] | 16, signed |" in doc.read_text()
+
+
+def test_uop_text_round_trip_and_errors():
+    rng = random.Random(5)
+    fields = {f.name: f for f in isa.layout("uop", DEFAULT)}
+    for _ in range(200):
+        uop = isa.Uop(**{name: rng.randint(0, f.max) for name, f in fields.items()})
+        text = isa.disassemble_uop(uop)
+        assert isa.assemble_uop(text) == uop
+        assert isa.encode_uop(isa.assemble_uop(text), DEFAULT) == isa.encode_uop(uop, DEFAULT)
+    assert isa.disassemble_uop(isa.Uop()) == "UOP"
+    assert isa.assemble_uop("  7: UOP wgt_idx=0x10  # comment") == isa.Uop(wgt_idx=16)
+    with pytest.raises(vta.AssemblyError, match="line 1: UOP has no field 'acc' "
+                                                r"\(its fields: dst_idx, src_idx, wgt_idx\)"):
+        isa.assemble_uop("UOP acc=1")
+    with pytest.raises(vta.AssemblyError, match="field 'dst_idx' is given twice"):
+        isa.assemble_uop("UOP dst_idx=1 dst_idx=2")
+    with pytest.raises(vta.AssemblyError, match="a micro-op line starts with UOP, not 'GEMM'"):
+        isa.assemble_uop("GEMM")

@@ -35,7 +35,7 @@ from ..errors import VTAError
 
 SIMULATORS = ("verilator", "icarus")
 TIMESCALE = ("1ns", "1ps")
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 class SimulatorError(VTAError):
@@ -222,7 +222,7 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
                 main = build_dir.parent / f"{build_dir.name}-main.cpp"
                 _custom_main(runner, main, cpp_sources, main_init)
             log_path = build_dir.parent / f"{build_dir.name}.log"
-            log.info("building the %s simulation of %s (once per configuration and options; "
+            logger.info("building the %s simulation of %s (once per configuration and options; "
                      "Verilator takes about a minute); compiler output: %s", simulator, top,
                      log_path)
             started = time.monotonic()
@@ -242,7 +242,7 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
                 ) from None
         stamp.write_text(json.dumps({"version": version, "parameters": parameters,
                                      "waves": waves}, default=str))
-        log.info("built the %s simulation of %s in %.0f s", simulator, top,
+        logger.info("built the %s simulation of %s in %.0f s", simulator, top,
                  time.monotonic() - started)
     return result
 
