@@ -1,7 +1,8 @@
-"""``vta`` commands on program files: run (and, below, the debugging commands)."""
+"""``vta`` commands on program files: run, trace (and trace show / diff)."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -132,3 +133,222 @@ def run(program: Path, backend: str, out_dir: Path | None, trace_file: Path | No
                      + "; ".join(m.describe(prog.cfg) for m in mismatches))
     if expected and not as_json:
         click.echo(f"outputs match the recorded run ({len(expected)} region(s))")
+
+
+# -------------------------------------------------------------------- trace
+def _range(ctx, param, value):
+    if value is None:
+        return None
+    first, sep, last = value.partition(":")
+    try:
+        lo = int(first) if first else None
+        hi = int(last) if last else None
+        if not sep:
+            hi = lo
+    except ValueError:
+        raise click.BadParameter(f"must be FIRST:LAST instruction indices (either may be "
+                                 f"left out), not {value!r}") from None
+    if (lo is not None and lo < 0) or (hi is not None and hi < 0) or (
+            lo is not None and hi is not None and hi < lo):
+        raise click.BadParameter(f"must be FIRST:LAST with 0 <= FIRST <= LAST, not {value!r}")
+    return lo, hi
+
+
+def _trace_outputs(fn):
+    options = [
+        click.option("--engine", "engines", multiple=True,
+                     type=click.Choice(["load", "compute", "store"]),
+                     help="show only this engine (repeatable)"),
+        click.option("--range", "index_range", callback=_range, metavar="FIRST:LAST",
+                     help="show only instructions FIRST..LAST (e.g. 10:20, :5, 40:)"),
+        click.option("--perfetto", type=click.Path(dir_okay=False, path_type=Path),
+                     help="write a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev)"),
+        click.option("--png", type=click.Path(dir_okay=False, path_type=Path),
+                     help="write a PNG timeline of the three engines (needs matplotlib)"),
+        json_option,
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _show_steps(records, title: str, engines, index_range, perfetto, png, as_json,
+                extra: dict | None = None) -> list:
+    from . import trace as vtrace
+
+    steps = vtrace.analyse(records)
+    first, last = index_range or (None, None)
+    shown = vtrace.select(steps, engines, first, last)
+    if perfetto is not None:
+        perfetto.write_text(json.dumps(vtrace.to_chrome_json(shown, title)))
+    if png is not None:
+        try:
+            vtrace.plot_timeline(shown, png, title)
+        except ImportError as exc:
+            raise click.ClickException(f"{exc}\nhint: the plot extra installs it") from None
+    if as_json:
+        echo_json({**(extra or {}), "title": title, "steps": [s.as_dict() for s in shown]})
+        return shown
+    click.echo(title)
+    click.echo(vtrace.format_steps(shown), nl=False)
+    click.echo(_summary(steps))
+    for what, path in (("perfetto", perfetto), ("png", png)):
+        if path is not None:
+            click.echo(f"{what}: {path}")
+    return shown
+
+
+def _summary(steps) -> str:
+    timed = steps and all(s.record.cycle is not None for s in steps)
+    if not timed:
+        return f"{len(steps)} instructions retired (the golden model has no clock: retire order)"
+    begin = min(s.record.dispatch for s in steps)
+    end = max(s.record.cycle for s in steps)
+    parts = []
+    for engine in ("load", "compute", "store"):
+        mine = [s for s in steps if s.module == engine]
+        busy = sum(s.busy for s in mine)
+        token = sum(s.stalled for s in mine if s.reason.startswith("token"))
+        share = 100 * busy / max(end - begin, 1)
+        parts.append(f"{engine} {len(mine)} insns, busy {busy} ({share:.0f}%), waited {token} "
+                     "on tokens")
+    return f"cycles {begin}..{end} ({end - begin}); " + "; ".join(parts)
+
+
+class _TraceGroup(click.Group):
+    """``vta trace PROG`` runs ``vta trace run PROG``; ``show`` and ``diff`` read saved traces."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_TraceGroup)
+def trace() -> None:
+    """Per-instruction trace of a program: cycles, tokens and what each instruction waited for.
+
+    \b
+    vta trace PROG -b verilator     run PROG and show its trace (= vta trace run PROG)
+    vta trace show FILE...          show saved traces (from --out or --trace)
+    vta trace diff A B              compare two saved traces
+
+    \b
+    Example:
+      vta trace prog.vtaprog -b verilator --engine compute --range 10:40 \\
+          --perfetto prog.json --png prog.png --out prog.trace
+    """
+
+
+@trace.command("run")
+@program_argument
+@backend_option("verilator")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="also save the trace (text, one line per instruction) to this file")
+@sim_options()
+@_trace_outputs
+@friendly
+def trace_run(program: Path, backend: str, out_file: Path | None, engines, index_range,
+              perfetto, png, as_json: bool, **sim) -> None:
+    """Run PROG and show, per instruction, its engine, dispatch/start/retire cycles,
+    the tokens it popped (and which instruction pushed them) and pushed, and what it
+    waited for (a token, the engine's previous instruction) before it started; busy
+    is DRAM time for LOAD/STORE and compute time for GEMM/ALU.  The golden backend
+    gives the retire order without cycles.
+
+    \b
+    Example:
+      vta trace prog.vtaprog -b icarus --png prog.png
+    """
+    from . import progfile
+    from .errors import VTAError
+
+    prog = load_program(program)
+    options = _options_for(prog, backend, sim, trace=True)
+    failure = None
+    dev = _open(backend, prog.cfg, options, as_json)
+    with dev:
+        try:
+            progfile.replay(prog, dev)
+        except VTAError as exc:
+            failure = exc  # show what ran before the failure, then report it
+        records = dev.last_trace or []
+    if out_file is not None:
+        from . import trace as vtrace
+
+        out_file.write_text(vtrace.format_trace(records))
+    title = f"{program.name} on {backend} ({prog.cfg.name}): {len(records)} of " \
+            f"{prog.insn_count} instructions retired"
+    _show_steps(records, title, engines, index_range, perfetto, png, as_json,
+                {"program": str(program), "backend": backend,
+                 "error": None if failure is None else str(failure)})
+    if failure is not None:
+        raise failure
+
+
+@trace.command("show")
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_trace_outputs
+@friendly
+def trace_show(files, engines, index_range, perfetto, png, as_json: bool) -> None:
+    """Show saved trace files (`vta trace --out`, `vta run --trace`).
+
+    \b
+    Example:
+      vta trace show prog.trace --engine load --range :20
+    """
+    from . import trace as vtrace
+
+    if len(files) > 1 and (perfetto or png):
+        raise click.UsageError("--perfetto and --png take one trace file")
+    for path in files:
+        try:
+            records = vtrace.read_trace(path)
+        except ValueError as exc:
+            raise click.ClickException(f"{path}: {exc}") from None
+        _show_steps(records, f"{path}: {len(records)} instructions", engines, index_range,
+                    perfetto, png, as_json, {"file": str(path)})
+
+
+@trace.command("diff")
+@click.argument("first", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("second", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True,
+              help="differences to list")
+@friendly
+def trace_diff(first: Path, second: Path, limit: int) -> None:
+    """Compare two saved traces: the instructions each engine retired and their tokens.
+
+    Cycles are not compared (a golden and an RTL trace of the same program are
+    equal when every engine retired the same instructions with the same token
+    effects); the retire cycles of both are summarised when they have them.
+    Exit status 3 when they differ.
+
+    \b
+    Example:
+      vta trace diff golden.trace verilator.trace
+    """
+    from . import trace as vtrace
+
+    try:
+        a, b = vtrace.read_trace(first), vtrace.read_trace(second)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    na, nb = vtrace.normalise(a), vtrace.normalise(b)
+    by_a, by_b = {r.index: r for r in na}, {r.index: r for r in nb}
+    differences = []
+    for index in sorted(set(by_a) | set(by_b)):
+        ra, rb = by_a.get(index), by_b.get(index)
+        if ra != rb:
+            pad = " " * (len(str(index)) + 3)
+            differences.append(f"#{index}: {first.name}: {ra.line() if ra else '(not retired)'}\n"
+                               f"{pad}{second.name}: {rb.line() if rb else '(not retired)'}")
+    for name, records in ((first.name, a), (second.name, b)):
+        cycles = [r.cycle for r in records if r.cycle is not None]
+        click.echo(f"{name}: {len(records)} instructions"
+                   + (f", last retired at cycle {max(cycles)}" if cycles else ", no cycles"))
+    if differences:
+        click.echo("\n".join(differences[:limit]))
+        raise Differ(f"the traces differ at {len(differences)} instruction(s)")
+    click.echo("same instructions and tokens on every engine")

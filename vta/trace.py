@@ -205,3 +205,273 @@ def normalise(records: Iterable[TraceRecord]) -> list[TraceRecord]:
     """Records without cycles, ordered by instruction index (for comparing traces)."""
     return sorted((replace(r, cycle=None, dispatch=None, start=None) for r in records),
                   key=lambda r: r.index)
+
+
+# ------------------------------------------------------------------ analysis
+@dataclass(frozen=True)
+class TokenIn:
+    """A token an instruction popped: its queue, the instruction that pushed it and when."""
+
+    queue: str
+    source: int | None  # index of the pushing instruction (None: never pushed in this trace)
+    cycle: int | None  # retire cycle of the pushing instruction (None on the golden model)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One retired instruction with what it waited for.
+
+    Attributes
+    ----------
+    record : TraceRecord
+        The trace record.
+    order : int
+        Position in retire order (the only time the golden model has).
+    previous : int or None
+        Index of the same engine's previous instruction.
+    tokens : tuple of TokenIn
+        The tokens it popped, each matched to the instruction that pushed it
+        (the k-th pop of a queue takes the k-th push: the queues are FIFOs).
+    waited : int or None
+        Cycles from dispatch to start (``None`` without cycles).
+    ready : int or None
+        When the engine could take it: the later of its dispatch and the
+        retire of the engine's previous instruction.
+    stalled : int or None
+        Cycles from ``ready`` to start: the engine idle in front of it.
+    reason : str
+        What the start waited for last: ``"token l2g from #7"`` (a token pushed
+        after ``ready``), ``"previous instruction #5"`` (queued behind it), or
+        ``"dispatch"``.
+    busy : int or None
+        Cycles from start to retire: DRAM time of a LOAD/STORE, compute time of
+        GEMM/ALU.
+    """
+
+    record: TraceRecord
+    order: int
+    previous: int | None
+    tokens: tuple[TokenIn, ...]
+    waited: int | None
+    ready: int | None
+    stalled: int | None
+    reason: str
+    busy: int | None
+
+    @property
+    def index(self) -> int:
+        return self.record.index
+
+    @property
+    def module(self) -> str:
+        return self.record.module
+
+    def as_dict(self) -> dict:
+        r = self.record
+        return {"index": r.index, "order": self.order, "engine": r.module,
+                "dispatch": r.dispatch, "start": r.start, "retire": r.cycle,
+                "waited": self.waited, "ready": self.ready, "stalled": self.stalled,
+                "waited_for": self.reason, "busy": self.busy,
+                "busy_kind": busy_kind(r.text), "raw": f"{r.raw:032x}", "text": r.text,
+                "popped": [{"queue": t.queue, "from": t.source, "pushed_at": t.cycle}
+                           for t in self.tokens],
+                "pushed": list(r.pushed), "previous": self.previous}
+
+
+def busy_kind(text: str) -> str:
+    """What an instruction's execution time is spent on: DRAM, GEMM, ALU or sync."""
+    head = text.split()[0]
+    if head in ("LOAD", "STORE"):
+        return "DRAM" if " x_size=" in f" {text}" else "sync"
+    if head == "GEMM":
+        return "GEMM"
+    if head == "FINISH":
+        return "sync"
+    return "ALU"
+
+
+def analyse(records: Iterable[TraceRecord]) -> list[Step]:
+    """Steps of a run's records (given in retire order), each with its waits explained."""
+    records = list(records)
+    timed = all(r.cycle is not None for r in records)
+    order = sorted(records, key=lambda r: (r.cycle, r.index)) if timed and records else records
+    pushes: dict[str, list[TraceRecord]] = {}
+    for r in order:  # pushes in time order, per queue
+        for q in r.pushed:
+            pushes.setdefault(q, []).append(r)
+    taken = dict.fromkeys(pushes, 0)
+    # the k-th pop of a queue takes the k-th push: walk the pops in start (or retire) order
+    pop_order = sorted(records, key=lambda r: (r.start if r.start is not None else
+                                               r.cycle if r.cycle is not None else 0, r.index)) \
+        if timed else records
+    matched: dict[int, list[TokenIn]] = {}
+    for r in pop_order:
+        for q in r.popped:
+            k = taken.get(q, 0)
+            src = pushes.get(q, [])
+            source = src[k] if k < len(src) else None
+            taken[q] = k + 1
+            matched.setdefault(r.index, []).append(
+                TokenIn(q, source.index if source else None,
+                        source.cycle if source else None))
+    last: dict[str, TraceRecord] = {}
+    steps = []
+    for position, r in enumerate(order):
+        previous = last.get(r.module)
+        last[r.module] = r
+        tokens = tuple(matched.get(r.index, ()))
+        waited = ready = stalled = busy = None
+        reason = ""
+        if r.start is not None and r.dispatch is not None:
+            waited = r.start - r.dispatch
+            busy = r.cycle - r.start
+            ready, reason = r.dispatch, "dispatch"
+            if previous is not None and previous.cycle is not None and previous.cycle >= ready:
+                ready, reason = previous.cycle, f"previous instruction #{previous.index}"
+            stalled = r.start - ready
+            late = [t for t in tokens if t.cycle is not None and t.cycle >= ready]
+            if late:
+                t = max(late, key=lambda t: t.cycle)
+                reason = f"token {t.queue} from #{t.source}"
+        steps.append(Step(r, position, previous.index if previous else None, tokens, waited,
+                          ready, stalled, reason, busy))
+    return steps
+
+
+def select(steps: Iterable[Step], engines: Iterable[str] | None = None,
+           first: int | None = None, last: int | None = None) -> list[Step]:
+    """Steps of the given engines whose index lies in ``first..last`` (inclusive)."""
+    wanted = set(engines) if engines else set(MODULES)
+    return [s for s in steps if s.module in wanted
+            and (first is None or s.index >= first) and (last is None or s.index <= last)]
+
+
+def format_steps(steps: Iterable[Step]) -> str:
+    """A fixed-width table of steps (cycles when the trace has them)."""
+    steps = list(steps)
+    timed = any(s.record.cycle is not None for s in steps)
+    if timed:
+        head = (f"{'index':>6} {'engine':<8}{'dispatch':>9}{'start':>9}{'retire':>9}"
+                f"{'stall':>7}  {'waited for':<26}{'busy':>7} {'':<5} instruction")
+    else:
+        head = f"{'order':>6} {'index':>6} {'engine':<8} instruction"
+    lines = [head]
+    for s in steps:
+        r = s.record
+        tokens = _token_text(s)
+        if timed:
+            lines.append(f"{r.index:>6} {r.module:<8}{_num(r.dispatch):>9}{_num(r.start):>9}"
+                         f"{_num(r.cycle):>9}{_num(s.stalled):>7}  {s.reason:<26}"
+                         f"{_num(s.busy):>7} {busy_kind(r.text):<5} {r.text}{tokens}")
+        else:
+            lines.append(f"{s.order:>6} {r.index:>6} {r.module:<8} {r.text}{tokens}")
+    return "\n".join(lines) + "\n"
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _token_text(s: Step) -> str:
+    parts = [f"pop {t.queue}<#{'?' if t.source is None else t.source}" for t in s.tokens]
+    parts += [f"push {q}" for q in s.record.pushed]
+    return ("   [" + ", ".join(parts) + "]") if parts else ""
+
+
+# ------------------------------------------------------------------- exports
+ENGINE_COLOURS = {"DRAM": "#4c78a8", "GEMM": "#f58518", "ALU": "#54a24b", "sync": "#bab0ac"}
+WAIT_COLOUR = "#e45756"
+
+
+def to_chrome_json(steps: Iterable[Step], title: str = "VTA run") -> dict:
+    """A Chrome / Perfetto trace-event document (JSON object format) of the steps.
+
+    One thread per engine; each instruction is a complete event ("X") from
+    start to retire, preceded by a "wait" event while its engine stood idle in
+    front of it waiting for a token; each matched token is a flow arrow from
+    the pushing instruction to the popping one.  One cycle is shown as one
+    microsecond.  A trace without cycles (the golden model) uses the retire
+    order as time, one unit each.
+    """
+    steps = list(steps)
+    timed = all(s.record.cycle is not None for s in steps) and bool(steps)
+    tid = {m: i + 1 for i, m in enumerate(MODULES)}
+    events: list[dict] = [{"ph": "M", "pid": 1, "tid": 0, "name": "process_name",
+                           "args": {"name": title}}]
+    for m in MODULES:
+        events.append({"ph": "M", "pid": 1, "tid": tid[m], "name": "thread_name",
+                       "args": {"name": m}})
+        events.append({"ph": "M", "pid": 1, "tid": tid[m], "name": "thread_sort_index",
+                       "args": {"sort_index": tid[m]}})
+    span: dict[int, tuple[int, int]] = {}
+    for s in steps:
+        r = s.record
+        start, end = (r.start, r.cycle) if timed else (s.order, s.order + 1)
+        end = max(end, start + 1) if not timed else end
+        span[r.index] = (start, end)
+        name = " ".join(r.text.split()[:2 if r.text.startswith(("LOAD", "STORE")) else 1])
+        if timed and s.stalled and s.reason.startswith("token"):
+            events.append({"ph": "X", "pid": 1, "tid": tid[r.module],
+                           "name": f"wait: {s.reason}", "cat": "wait", "ts": s.ready,
+                           "dur": s.stalled, "args": {"index": r.index, "for": s.reason}})
+        events.append({"ph": "X", "pid": 1, "tid": tid[r.module], "name": f"{name} #{r.index}",
+                       "cat": busy_kind(r.text), "ts": start, "dur": end - start,
+                       "args": s.as_dict()})
+    flow = 0
+    for s in steps:
+        for t in s.tokens:
+            if t.source is None or t.source not in span or s.index not in span:
+                continue
+            flow += 1
+            src = next(x for x in steps if x.index == t.source)
+            events.append({"ph": "s", "pid": 1, "tid": tid[src.module], "name": t.queue,
+                           "cat": "token", "id": flow,
+                           "ts": max(span[t.source][0], span[t.source][1] - 1)})
+            events.append({"ph": "f", "bp": "e", "pid": 1, "tid": tid[s.module],
+                           "name": t.queue, "cat": "token", "id": flow,
+                           "ts": span[s.index][0]})
+    return {"traceEvents": events, "displayTimeUnit": "ns",
+            "otherData": {"title": title, "time_unit": "cycle" if timed else "retire order"}}
+
+
+def plot_timeline(steps: Iterable[Step], path: str | Path, title: str = "VTA run") -> Path:
+    """A PNG timeline of the three engines: execution bars by kind, token waits in red.
+
+    Needs matplotlib (the ``plot`` extra: ``pip install 'vta[plot]'``).
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
+    except ImportError:
+        raise ImportError("the PNG timeline needs matplotlib: pip install 'vta[plot]'") from None
+    steps = list(steps)
+    timed = all(s.record.cycle is not None for s in steps) and bool(steps)
+    fig, ax = plt.subplots(figsize=(12, 3.2), dpi=120)
+    rows = {m: len(MODULES) - 1 - i for i, m in enumerate(MODULES)}
+    for s in steps:
+        r = s.record
+        y = rows[r.module]
+        start, end = (r.start, r.cycle) if timed else (s.order, s.order + 1)
+        if timed and s.stalled and s.reason.startswith("token"):
+            ax.broken_barh([(s.ready, s.stalled)], (y - 0.2, 0.4), color=WAIT_COLOUR,
+                           linewidth=0)
+        ax.broken_barh([(start, max(end - start, 1))], (y - 0.35, 0.7),
+                       color=ENGINE_COLOURS[busy_kind(r.text)], edgecolor="black",
+                       linewidth=0.3)
+    ax.set_yticks(list(rows.values()), list(rows))
+    ax.set_xlabel("cycle" if timed else "retire order (the golden model has no clock)")
+    ax.set_title(title)
+    handles = [Patch(color=c, label=k) for k, c in ENGINE_COLOURS.items()]
+    if timed:
+        handles.append(Patch(color=WAIT_COLOUR, label="idle, waiting for a token"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=5,
+              frameon=False, fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
