@@ -181,3 +181,100 @@ def test_trace_of_a_deadlock_shows_what_ran_then_the_error(tmp_path):
     assert "d.vtaprog on golden (tiny): 4 of 7 instructions retired" in result.output
     assert "DeadlockError" in result.output and "compute at instruction 4 waits on s2g" in \
         result.output
+
+
+# --------------------------------------------------------------------- vta diff
+@pytest.fixture(scope="module")
+def dense_program(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("diff")
+    result = invoke("demo", "-b", "golden", "-c", "tiny", "--shape", 3, 6, 5, "--seed", 2,
+                    "--capture", folder)
+    assert result.exit_code == 0, result.output
+    return folder / "run-0001.vtaprog"
+
+
+def test_diff_agrees_when_the_rtl_is_right(dense_program):
+    result = invoke("diff", dense_program, "-b", "verilator")
+    assert result.exit_code == 0, result.output
+    assert "verilator agrees with golden" in result.output
+
+
+def test_diff_finds_a_flipped_alu_result(dense_program, monkeypatch):
+    """Golden patched to flip one bit of the first MAX result: the STORE of it is named."""
+    import numpy as np
+
+    from vta import golden, isa, progfile
+    from vta.isa import AluOp
+
+    real = golden._ALU_FUNCS[AluOp.MAX]
+
+    def flipped_max(x, y):
+        out = np.array(real(x, y), dtype=np.int32)
+        out.reshape(-1)[0] ^= 1  # lane 0 of the first destination entry
+        return out
+
+    monkeypatch.setitem(golden._ALU_FUNCS, AluOp.MAX, flipped_max)
+    result = invoke("diff", dense_program, "-b", "verilator", "--json")
+    assert result.exit_code == 3, result.output
+    found = json.loads(result.stdout)["divergence"]  # the error line goes to stderr
+    prog = progfile.load(dense_program)
+    insns = prog.insns()
+    stores = [i for i, insn in enumerate(insns) if insn.opcode == isa.Opcode.STORE
+              and insn.x_size]
+    maxes = [i for i, insn in enumerate(insns) if insn.opcode == isa.Opcode.ALU
+             and insn.alu_opcode == AluOp.MAX]
+    assert found["after"] == stores[0] and found["what"] == "memory"
+    assert found["producers"] == [[maxes[0], isa.disassemble(insns[maxes[0]])]]
+    assert found["region"] == "out" and found["expected"] == found["actual"] ^ 1
+    # the RTL value is the right one: relu((x @ w.T + bias) >> 7), recorded by the capture
+    assert found["actual"] == prog.region("out").expected()[found["offset"]]
+    text = invoke("diff", dense_program, "-b", "verilator")
+    assert text.exit_code == 3
+    assert f"after instruction {stores[0]} (STORE OUT" in text.output
+    assert f"region out, byte {found['offset']}" in text.output
+    assert "last written by #" in text.output and "(MAX " in text.output
+
+
+TWO_STORES = """\
+.config tiny
+.run @code
+.region acc
+.i32 5 -7 9 200   -3 4 -500 6
+.region out size=8 role=out
+.region kernels
+UOP
+UOP dst_idx=1
+.region code
+LOAD UOP dram_base=@kernels y_size=1 x_size=2 x_stride=2
+LOAD ACC dram_base=@acc y_size=1 x_size=2 x_stride=2
+MAX uop_end=2 iter_out=1 iter_in=1 use_imm=1 imm=-4 deps=push_next
+STORE OUT sram_base=1 dram_base=@out+1 y_size=1 x_size=1 x_stride=1 deps=pop_prev
+STORE OUT dram_base=@out y_size=1 x_size=1 x_stride=1
+FINISH
+"""
+
+
+def test_diff_names_the_first_store_in_time_not_in_address(tmp_path, monkeypatch):
+    """Both STOREs write wrong values; the first to run (the higher address) is named."""
+    import numpy as np
+
+    from vta import golden
+    from vta.isa import AluOp
+
+    real = golden._ALU_FUNCS[AluOp.MAX]
+
+    def flipped_max(x, y):
+        out = np.array(real(x, y), dtype=np.int32)
+        out[..., 0] ^= 1  # lane 0 of every destination entry
+        return out
+
+    (tmp_path / "two.s").write_text(TWO_STORES)
+    assert invoke("asm", tmp_path / "two.s", "-o", tmp_path / "two.vtaprog").exit_code == 0
+    monkeypatch.setitem(golden._ALU_FUNCS, AluOp.MAX, flipped_max)
+    result = invoke("diff", tmp_path / "two.vtaprog", "-b", "verilator", "--json")
+    assert result.exit_code == 3, result.output
+    found = json.loads(result.stdout)["divergence"]
+    assert found["after"] == 3 and found["element"] == 1 and found["lane"] == 0
+    assert (found["expected"], found["actual"]) == ((-3 ^ 1) & 0xFF, -3 & 0xFF)  # max(-3, -4)
+    assert found["producers"] == [[2, "MAX uop_end=2 iter_out=1 iter_in=1 use_imm=1 imm=-4 "
+                                      "deps=push_next"]]

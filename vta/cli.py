@@ -445,10 +445,10 @@ def regs(fmt: str, as_json: bool) -> None:
 
 
 # The program-file commands live in their own module.
-from .cli_prog import run, trace  # noqa: E402
+from .cli_prog import diff, run, trace  # noqa: E402
 
-main.add_command(run)
-main.add_command(trace)
+for _command in (run, trace, diff):
+    main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -352,3 +352,56 @@ def trace_diff(first: Path, second: Path, limit: int) -> None:
         click.echo("\n".join(differences[:limit]))
         raise Differ(f"the traces differ at {len(differences)} instruction(s)")
     click.echo("same instructions and tokens on every engine")
+
+
+# --------------------------------------------------------------------- diff
+@click.command()
+@program_argument
+@click.option("--backend", "-b", default="verilator", show_default=True,
+              type=click.Choice(["verilator", "icarus", "golden"]),
+              help="the device under test")
+@click.option("--reference", default="golden", show_default=True,
+              type=click.Choice(["golden", "verilator", "icarus"]), help="what it is compared to")
+@sim_options()
+@json_option
+@friendly
+def diff(program: Path, backend: str, reference: str, as_json: bool, **sim) -> None:
+    """Run PROG on the golden model and on the RTL and report the first divergence.
+
+    Compares what both expose -- device memory, the tokens left in the queues,
+    the counters, how the run ended -- first for the whole program, then for
+    prefixes ending after each STORE (bisected), and names the first STORE after
+    which memory differs: region, element, lane, expected and actual values,
+    and the GEMM/ALU instructions that last wrote the OUT entry it stored.
+    Scratchpads are not observable on the RTL.
+
+    Exit status 0 when they agree, 3 when they differ, 1 on an error.
+
+    \b
+    Example:
+      vta diff prog.vtaprog -b icarus
+    """
+    from . import diverge
+
+    prog = load_program(program)
+    start = time.perf_counter()
+    with _open(backend, prog.cfg, _options_for(prog, backend, sim), as_json) as dut:
+        # the reference gets the same memory size, so DRAM_RANGE faults agree
+        size = dut.driver.transport.mem_size
+        with _open(reference, prog.cfg, {"mem_size": size}, True) as ref:
+            found = diverge.first_divergence(prog, ref, dut)
+    seconds = time.perf_counter() - start
+    if as_json:
+        echo_json({"program": str(program), "reference": reference, "backend": backend,
+                   "agree": found is None, "divergence": found.as_dict() if found else None,
+                   "seconds": seconds})
+    elif found is None:
+        click.echo(f"{program.name}: {backend} agrees with {reference} (memory, tokens, "
+                   f"counters and the end of the run; {seconds:.1f} s)")
+    else:
+        click.echo(f"{program.name}: {backend} differs from {reference} ({found.runs} runs, "
+                   f"{seconds:.1f} s)")
+        click.echo(found.message)
+    if found is not None:
+        raise Differ(f"{backend} and {reference} differ" + (
+            f" after instruction {found.after}" if found.after is not None else ""))
