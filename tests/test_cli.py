@@ -225,8 +225,8 @@ UOP
 UOP wgt_idx=0
 .region code
 LOAD UOP dram_base=@kernels y_size=1 x_size=2 x_stride=2
-LOAD INP dram_base=@x y_size=1 x_size=1 x_stride=1 deps=push_next
-LOAD WGT dram_base=@w y_size=1 x_size=1 x_stride=1
+LOAD INP dram_base=@x y_size=1 x_size=1 x_stride=1
+LOAD WGT dram_base=@w y_size=1 x_size=1 x_stride=1 deps=push_next
 GEMM reset_reg=1 uop_bgn=0 uop_end=1 iter_out=1 iter_in=1
 GEMM uop_bgn=1 uop_end=2 iter_out=1 iter_in=1 deps=pop_prev,push_next
 STORE OUT dram_base=@out y_size=1 x_size=1 x_stride=1 deps=pop_prev

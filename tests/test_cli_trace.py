@@ -109,8 +109,8 @@ UOP
 UOP
 .region code
 LOAD UOP dram_base=@kernels y_size=1 x_size=2 x_stride=2
-LOAD INP dram_base=@x y_size=1 x_size=1 x_stride=1 deps=push_next
-LOAD WGT dram_base=@w y_size=1 x_size=1 x_stride=1
+LOAD INP dram_base=@x y_size=1 x_size=1 x_stride=1
+LOAD WGT dram_base=@w y_size=1 x_size=1 x_stride=1 deps=push_next
 GEMM reset_reg=1 uop_bgn=0 uop_end=1 iter_out=1 iter_in=1
 GEMM uop_bgn=1 uop_end=2 iter_out=1 iter_in=1 deps=pop_prev,push_next
 STORE OUT dram_base=@out y_size=1 x_size=1 x_stride=1 deps=pop_prev
@@ -134,12 +134,13 @@ def test_trace_on_the_rtl_and_golden_agree(program, tmp_path):
     assert lines[0] == "hand.vtaprog on verilator (tiny): 7 of 7 instructions retired"
     row = next(ln for ln in lines if ln.split()[:2] == ["4", "compute"])
     by_index = {r.index: r for r in vtrace.read_trace(tmp_path / "v.trace")}
-    inp, reset, gemm = by_index[1], by_index[3], by_index[4]
-    assert gemm.start > max(inp.cycle, reset.cycle)  # after the l2g token and the reset
-    # the GEMM waited for whichever came last: the INP load's token or the reset before it
-    want = "token l2g from #1" if inp.cycle >= reset.cycle else "previous instruction #3"
-    assert f"{gemm.start - max(inp.cycle, reset.cycle, gemm.dispatch):>7}  {want}" in row
-    assert "GEMM uop_bgn=1" in row and "[pop l2g<#1, push g2s]" in row
+    wgt, reset, gemm = by_index[2], by_index[3], by_index[4]
+    assert gemm.start > max(wgt.cycle, reset.cycle)  # after the l2g token and the reset
+    # the GEMM waited for whichever came last: the WGT load's token or the reset before it
+    want = "token l2g from #2" if wgt.cycle >= reset.cycle else "previous instruction #3"
+    # stall: the cycles the compute engine sat idle in front of it (since the reset retired)
+    assert f"{gemm.start - max(reset.cycle, gemm.dispatch):>7}  {want}" in row
+    assert "GEMM uop_bgn=1" in row and "[pop l2g<#2, push g2s]" in row
     check_chrome_trace(json.loads((tmp_path / "v.json").read_text()))
     png = (tmp_path / "v.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000

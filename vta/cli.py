@@ -445,9 +445,9 @@ def regs(fmt: str, as_json: bool) -> None:
 
 
 # The program-file commands live in their own module.
-from .cli_prog import diff, run, trace  # noqa: E402
+from .cli_prog import diff, lint_cmd, run, trace  # noqa: E402
 
-for _command in (run, trace, diff):
+for _command in (run, trace, diff, lint_cmd):
     main.add_command(_command)
 
 if __name__ == "__main__":  # pragma: no cover

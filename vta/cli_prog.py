@@ -405,3 +405,49 @@ def diff(program: Path, backend: str, reference: str, as_json: bool, **sim) -> N
     if found is not None:
         raise Differ(f"{backend} and {reference} differ" + (
             f" after instruction {found.after}" if found.after is not None else ""))
+
+
+# --------------------------------------------------------------------- lint
+@click.command("lint")
+@program_argument
+@click.option("--mem-size", type=click.IntRange(min=1), default=None, metavar="BYTES",
+              help="device memory DRAM accesses are checked against (default: the program's, "
+                   "else 64 MiB)")
+@click.option("--errors-only", is_flag=True, help="leave out warnings")
+@json_option
+@friendly
+def lint_cmd(program: Path, mem_size: int | None, errors_only: bool, as_json: bool) -> None:
+    """Check a program without running it: tokens, bounds, flags, hazards, races.
+
+    Token balance per queue with a deadlock proof (which instruction waits
+    forever, on which queue, and why), SRAM and DRAM bounds, dependency flags
+    an engine does not have, micro-op read-after-write hazards, STOREs of OUT
+    entries no GEMM/ALU wrote, SHR immediates outside -31..31, and LOADs or
+    STOREs racing with compute because no token orders them.  Each finding
+    names the instruction, engine and field.
+
+    Exit status 3 when there is an error (warnings alone: 0).
+
+    \b
+    Example:
+      vta lint prog.vtaprog
+    """
+    from . import lint as vlint
+
+    prog = load_program(program)
+    findings = vlint.lint(prog, mem_size=mem_size)
+    if errors_only:
+        findings = [f for f in findings if f.severity == "error"]
+    errors = sum(f.severity == "error" for f in findings)
+    warnings = len(findings) - errors
+    if as_json:
+        echo_json({"program": str(program), "errors": errors, "warnings": warnings,
+                   "findings": [vars(f) for f in findings]})
+    else:
+        insns = prog.insns()
+        for f in findings:
+            click.echo(f.line(insns))
+        click.echo(f"{program.name}: {prog.insn_count} instructions, {errors} error(s), "
+                   f"{warnings} warning(s)")
+    if errors:
+        raise Differ(f"{errors} error(s) in {program.name}")
