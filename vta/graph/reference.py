@@ -1,0 +1,287 @@
+"""The int8 reference: NumPy execution of a :class:`~vta.graph.ir.Graph`.
+
+This defines what every backend must produce, bit for bit (arithmetic in the
+docstring of :mod:`vta.graph.ir`).  The graph runtime also runs its CPU-placed
+nodes through :func:`eval_node`, so CPU nodes are the reference by construction
+and VTA nodes are checked against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .ir import Graph, GraphError, Node, QType, pow2_shift
+
+__all__ = ["eval_node", "infer_shapes", "run_reference"]
+
+
+def wrap32(x: np.ndarray) -> np.ndarray:
+    """Two's complement wrap of int64 values to int32 (the accumulator's arithmetic)."""
+    return ((x.astype(np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _round_half_up(x: np.ndarray) -> np.ndarray:
+    return np.floor(x + 0.5).astype(np.int64)
+
+
+def requantize(acc: np.ndarray, ratio: Any, zero_point: int, lo: int, hi: int,
+               axis: int = 1) -> np.ndarray:
+    """int64 accumulators -> clipped integers (``acc * ratio`` rounded half up, + zero point).
+
+    A ratio that is one power of two ``2**-s`` is an arithmetic shift with the
+    rounding offset added in the int32 accumulator, exactly as VTA runs it.
+    """
+    ratio = np.asarray(ratio, dtype=np.float64)
+    s = pow2_shift(ratio)
+    if s is not None:
+        y = wrap32(acc + ((1 << (s - 1)) if s else 0)) >> s
+    else:
+        if ratio.ndim:  # per channel along ``axis``
+            shape = [1] * acc.ndim
+            shape[axis] = ratio.size
+            ratio = ratio.reshape(shape)
+        y = _round_half_up(acc * ratio)
+    return np.clip(y + zero_point, lo, hi)
+
+
+def _int(x: np.ndarray, qtype: QType) -> np.ndarray:
+    return x.astype(np.int64) - qtype.zero_point
+
+
+def _pad(x: np.ndarray, pads: tuple[int, int, int, int], value: float) -> np.ndarray:
+    t, left, b, r = pads
+    if not any(pads):
+        return x
+    return np.pad(x, ((0, 0), (0, 0), (t, b), (left, r)), constant_values=value)
+
+
+def _windows(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int],
+             dilation: tuple[int, int] = (1, 1)):
+    """Yield (r, s, view) for every kernel position: view is (N, C, OH, OW)."""
+    kh, kw = kernel
+    sh, sw = stride
+    dh, dw = dilation
+    h, w = x.shape[2:]
+    oh = (h - dh * (kh - 1) - 1) // sh + 1
+    ow = (w - dw * (kw - 1) - 1) // sw + 1
+    for r in range(kh):
+        for s in range(kw):
+            y0, x0 = r * dh, s * dw
+            yield r, s, x[:, :, y0:y0 + sh * (oh - 1) + 1:sh, x0:x0 + sw * (ow - 1) + 1:sw]
+
+
+def conv_acc(x: np.ndarray, w: np.ndarray, stride, pads, dilation=(1, 1),
+             group: int = 1) -> np.ndarray:
+    """Exact int64 convolution of zero-point-free integers (float64 BLAS, exact below 2**53)."""
+    xp = _pad(x.astype(np.float64), pads, 0.0)
+    o, cg = w.shape[:2]
+    out = None
+    for g in range(group):
+        xs = xp[:, g * cg:(g + 1) * cg]
+        ws = w[g * (o // group):(g + 1) * (o // group)].astype(np.float64)
+        cols, taps = [], []
+        for r, s, view in _windows(xs, w.shape[2:], stride, dilation):
+            cols.append(view)
+            taps.append(ws[:, :, r, s])
+        n, _, oh, ow = cols[0].shape
+        # (N, OH, OW, KH*KW*C) @ (KH*KW*C, O/g)
+        patches = np.stack(cols, axis=1).transpose(0, 3, 4, 1, 2).reshape(n, oh, ow, -1)
+        kern = np.stack(taps, axis=0).transpose(0, 2, 1).reshape(-1, o // group)
+        part = (patches @ kern).transpose(0, 3, 1, 2)
+        out = part if out is None else np.concatenate([out, part], axis=1)
+    return np.rint(out).astype(np.int64)
+
+
+def _linear(node: Node, x: np.ndarray, xq: QType, yq: QType) -> np.ndarray:
+    a = node.attrs
+    w = a["weight"].astype(np.int64) - np.asarray(a["w_zero"]).reshape(
+        (-1,) + (1,) * (a["weight"].ndim - 1))
+    xi = _int(x, xq)
+    if node.op == "conv":
+        acc = conv_acc(xi, w, a["stride"], a["pads"], a["dilation"], a["group"])
+    else:
+        acc = np.rint(xi.astype(np.float64) @ w.T.astype(np.float64)).astype(np.int64)
+    acc = wrap32(acc)
+    if a.get("bias") is not None:
+        b = a["bias"].astype(np.int64)
+        acc = wrap32(acc + (b.reshape(1, -1, 1, 1) if node.op == "conv" else b))
+    ratio = xq.scale * np.asarray(a["w_scale"], dtype=np.float64) / yq.scale
+    return requantize(acc, ratio, yq.zero_point, a["lo"], a["hi"])
+
+
+def add_ints(a: np.ndarray, aq: QType, b: np.ndarray, bq: QType, yq: QType, lo: int,
+             hi: int) -> np.ndarray:
+    """Quantized add (see the module docstring of :mod:`vta.graph.ir`)."""
+    shifts = add_shifts(aq, bq, yq)
+    ai, bi = _int(a, aq), _int(b, bq)
+    if shifts is not None:
+        la, lb, s = shifts
+        acc = wrap32(wrap32((ai << la) + (bi << lb)) + ((1 << (s - 1)) if s else 0))
+        y = acc >> s
+    else:
+        y = _round_half_up(ai * (aq.scale / yq.scale) + bi * (bq.scale / yq.scale))
+    return np.clip(y + yq.zero_point, lo, hi)
+
+
+def add_shifts(aq: QType, bq: QType, yq: QType) -> tuple[int, int, int] | None:
+    """``(a_lshift, b_lshift, shift)`` when both scale ratios are powers of two, else None.
+
+    ``y = ((a << a_lshift) + (b << b_lshift) + round) >> shift``, shifts within
+    what the ALU add can do (left shifts 0..23, right shift 0..16).
+    """
+    exps = []
+    for q in (aq, bq):
+        mantissa, exponent = np.frexp(np.float64(q.scale) / np.float64(yq.scale))
+        if mantissa != 0.5:
+            return None
+        exps.append(int(exponent) - 1)
+    e = min(exps)
+    la, lb = exps[0] - e, exps[1] - e
+    if e >= 0:
+        la, lb, s = la + e, lb + e, 0
+    else:
+        s = -e
+    if max(la, lb) > 23 or s > 16:
+        return None
+    return la, lb, s
+
+
+def _pool(node: Node, x: np.ndarray, xq: QType | None, yq: QType | None) -> np.ndarray:
+    a = node.attrs
+    if node.op == "maxpool":
+        fill = xq.qmin if xq is not None else -np.inf
+        xp = _pad(x, a["pads"], fill)
+        out = None
+        for _, _, view in _windows(xp, a["kernel"], a["stride"]):
+            out = view.copy() if out is None else np.maximum(out, view)
+        return out
+    if a.get("global"):
+        total = x.astype(np.float64 if xq is None else np.int64)
+        if xq is not None:
+            total = total - xq.zero_point
+        total = total.sum(axis=(2, 3), keepdims=True)
+        count = np.full(total.shape, x.shape[2] * x.shape[3], dtype=np.float64)
+    else:
+        xv = x.astype(np.float64) if xq is None else _int(x, xq).astype(np.float64)
+        ones = np.ones((1, 1) + x.shape[2:])
+        xp, op = _pad(xv, a["pads"], 0.0), _pad(ones, a["pads"], 0.0)
+        if a.get("count_include_pad"):
+            op = np.ones_like(op)
+        total = count = None
+        for (_, _, view), (_, _, cview) in zip(_windows(xp, a["kernel"], a["stride"]),
+                                               _windows(op, a["kernel"], a["stride"]), strict=True):
+            total = view.copy() if total is None else total + view
+            count = cview.copy() if count is None else count + cview
+    if xq is None:
+        return (total / count).astype(np.float32)
+    return np.clip(_round_half_up(total / count * (xq.scale / yq.scale)) + yq.zero_point,
+                   yq.qmin, yq.qmax)
+
+
+def _reshape_target(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[int, ...]:
+    out = [shape[i] if t == 0 else int(t) for i, t in enumerate(target)]
+    if -1 in out:
+        known = int(np.prod([d for d in out if d != -1]))
+        out[out.index(-1)] = int(np.prod(shape)) // max(known, 1)
+    return tuple(out)
+
+
+def eval_node(node: Node, graph: Graph, inputs: list[np.ndarray]) -> np.ndarray:
+    """Run one node on NumPy arrays (its inputs in order); returns its output array."""
+    vals = graph.values
+    qin = [vals[name].qtype for name in node.inputs]
+    yq = vals[node.output].qtype
+    a = node.attrs
+    x = inputs[0]
+    if node.op in ("conv", "dense"):
+        y = _linear(node, x, qin[0], yq)
+    elif node.op == "add":
+        y = add_ints(x, qin[0], inputs[1], qin[1], yq, a["lo"], a["hi"])
+    elif node.op in ("maxpool", "avgpool"):
+        y = _pool(node, x, qin[0], yq)
+    elif node.op == "relu":
+        y = np.maximum(x, qin[0].zero_point if qin[0] is not None else 0)
+    elif node.op == "reshape":
+        y = x.reshape(_reshape_target(x.shape, a["shape"]))
+    elif node.op == "flatten":
+        axis = a["axis"] % max(x.ndim, 1) if a["axis"] < 0 else a["axis"]
+        y = x.reshape(int(np.prod(x.shape[:axis])), -1)
+    elif node.op == "quantize":
+        scaled = np.rint(x.astype(np.float32) / np.float32(yq.scale)).astype(np.int64)
+        y = np.clip(scaled + yq.zero_point, yq.qmin, yq.qmax)
+    elif node.op == "dequantize":
+        y = (x.astype(np.int32) - qin[0].zero_point).astype(np.float32) * np.float32(qin[0].scale)
+    elif node.op == "softmax":
+        e = np.exp(x - x.max(axis=a["axis"], keepdims=True))
+        y = (e / e.sum(axis=a["axis"], keepdims=True)).astype(np.float32)
+    else:  # pragma: no cover - the importer only makes the operators above
+        raise GraphError(f"node {node.name!r}: no reference for operator {node.op!r}")
+    return y.astype(yq.np_dtype if yq is not None else np.float32)
+
+
+def check_feeds(graph: Graph, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The graph's inputs as arrays of their declared types (GraphError naming a bad one)."""
+    out = {}
+    for name in graph.inputs:
+        if name not in feeds:
+            raise GraphError(f"input {name!r} of graph {graph.name!r} was not given "
+                             f"(inputs: {', '.join(graph.inputs)})")
+        arr = np.asarray(feeds[name])
+        value = graph.values[name]
+        want = value.qtype.np_dtype if value.qtype is not None else np.dtype(np.float32)
+        if arr.dtype != want:
+            if value.qtype is not None or not np.issubdtype(arr.dtype, np.number):
+                raise GraphError(f"input {name!r} must be a {want} array, not {arr.dtype}")
+            arr = arr.astype(np.float32)
+        if value.shape is not None and (len(arr.shape) != len(value.shape) or any(
+                d is not None and d != e for d, e in zip(value.shape, arr.shape, strict=True))):
+            shown = tuple("N" if d is None else d for d in value.shape)
+            raise GraphError(f"input {name!r} must have shape {shown}, not {arr.shape}")
+        out[name] = arr
+    extra = set(feeds) - set(graph.inputs)
+    if extra:
+        raise GraphError(f"graph {graph.name!r} has no input {sorted(extra)[0]!r} "
+                         f"(inputs: {', '.join(graph.inputs)})")
+    return out
+
+
+def run_reference(graph: Graph, feeds: Mapping[str, Any],
+                  keep: bool = False) -> dict[str, np.ndarray]:
+    """Run ``graph`` on NumPy alone; returns the outputs by name (every value if ``keep``)."""
+    env = check_feeds(graph, feeds)
+    for node in graph.nodes:
+        env[node.output] = eval_node(node, graph, [env[i] for i in node.inputs])
+    return env if keep else {name: env[name] for name in graph.outputs}
+
+
+def infer_shapes(graph: Graph, input_shapes: Mapping[str, tuple[int, ...]]
+                 ) -> dict[str, tuple[int, ...]]:
+    """Every value's concrete shape for the given input shapes (no arithmetic run)."""
+    shapes = {name: tuple(int(d) for d in s) for name, s in input_shapes.items()}
+    for node in graph.nodes:
+        x = shapes[node.inputs[0]]
+        a = node.attrs
+        if node.op in ("conv", "maxpool", "avgpool"):
+            if a.get("global"):
+                shapes[node.output] = x[:2] + (1, 1)
+                continue
+            kernel = a["weight"].shape[2:] if node.op == "conv" else a["kernel"]
+            dil = a.get("dilation", (1, 1))
+            t, left, b, r = a["pads"]
+            oh = (x[2] + t + b - dil[0] * (kernel[0] - 1) - 1) // a["stride"][0] + 1
+            ow = (x[3] + left + r - dil[1] * (kernel[1] - 1) - 1) // a["stride"][1] + 1
+            c = a["weight"].shape[0] if node.op == "conv" else x[1]
+            shapes[node.output] = (x[0], c, oh, ow)
+        elif node.op == "dense":
+            shapes[node.output] = (x[0], a["weight"].shape[0])
+        elif node.op == "reshape":
+            shapes[node.output] = _reshape_target(x, a["shape"])
+        elif node.op == "flatten":
+            axis = a["axis"] % len(x) if a["axis"] < 0 else a["axis"]
+            shapes[node.output] = (int(np.prod(x[:axis])), int(np.prod(x[axis:])))
+        else:
+            shapes[node.output] = x
+    return shapes
