@@ -450,5 +450,10 @@ from .cli_prog import diff, lint_cmd, run, trace  # noqa: E402
 for _command in (run, trace, diff, lint_cmd):
     main.add_command(_command)
 
+from .graph.cli import graph_cmd  # noqa: E402  (after the helpers it uses)
+
+main.add_command(graph_cmd)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

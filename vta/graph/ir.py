@@ -117,6 +117,7 @@ class Graph:
     outputs: list[str]
     values: dict[str, Value]
     nodes: list[Node]
+    metadata: dict[str, str] = field(default_factory=dict)
 
     def node(self, name: str) -> Node:
         """The node called ``name`` (KeyError naming the known nodes otherwise)."""

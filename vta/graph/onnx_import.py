@@ -250,7 +250,8 @@ class _Importer:
                 self.use_float(_Named(f"graph output {name}", "output"), name)
             if name not in self.values:
                 raise GraphError(f"graph output {name!r} is not computed by any node")
-        graph = Graph(self.name, self.inputs, self.graph_outputs, self.values, self.nodes)
+        graph = Graph(self.name, self.inputs, self.graph_outputs, self.values, self.nodes,
+                      {p.key: p.value for p in self.model.metadata_props})
         _fuse_int_relu(graph)
         return graph
 
