@@ -49,7 +49,7 @@ def resnet18(form: str = "qdq", seed: int = 0, size: int = 224, classes: int = 1
 
     Weights are uniform int8 (as upstream's benchmarks), biases small int32,
     every scale a power of two chosen so that activations keep their spread.
-    Layer names follow upstream's benchmark table: ``conv1`` (C1), then
+    Layer names follow torchvision's: ``conv1`` (upstream's C1), then
     ``layerL.B.convN`` / ``layerL.0.downsample`` and ``layerL.B.add``, ``fc``.
     ``form`` is ``"qdq"`` or ``"qoperator"`` (whose ``fc`` has no bias:
     QLinearMatMul has none).  ``batch=None`` makes the batch dimension dynamic.
