@@ -432,3 +432,76 @@ def test_resnet18_verilator_bit_exact(preset):
     with vta.open_device("verilator", preset) as dev:
         report = _check_resnet(dev)[-1]
     assert report.cycles > 0 and 0.3 < report.gemm_utilisation() < 1
+
+
+# ---------------------------------------------------------------------- CLI
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from vta.cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_demo_runs_the_digits_network_by_default_on_the_rtl(tmp_path):
+    result = _cli("demo", "--images", 3, "--trace", tmp_path / "one.trace")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "backend verilator" in out and "digits CNN" in out
+    assert "PASS: the verilator run equals the int8 reference bit for bit (3 images" in out
+    util = next(line for line in out.splitlines() if line.startswith("│ GEMM utilisation"))
+    assert "%" in util
+    assert "accuracy" in out and "images/s" in out
+    from vta import trace
+
+    records = trace.read_trace(tmp_path / "one.trace")
+    assert {r.module for r in records} == {"load", "compute", "store"}
+    assert all(r.cycle is not None for r in records)
+
+
+def test_demo_digits_json_and_dense_still_selectable():
+    import json
+
+    result = _cli("demo", "-b", "golden", "--images", 20, "--json")
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.output)
+    assert info["workload"] == "digits" and info["ok"] and info["bit_exact"]
+    assert info["images"] == 20 and info["accuracy"]["vta"] == info["accuracy"]["int8_reference"]
+    assert [n["name"] for n in info["nodes"] if n["placement"] == "vta"] == [
+        "conv2", "conv3", "residual", "fc"]
+    result = _cli("demo", "-b", "golden", "-c", "tiny", "-w", "dense", "--json")
+    assert json.loads(result.output)["workload"] == "dense"
+    result = _cli("demo", "-b", "golden", "-w", "digits", "--shape", 2, 2, 2)
+    assert result.exit_code == 2 and "--shape is for the dense workload" in result.output
+    result = _cli("demo", "-b", "golden", "--images", 361)
+    assert result.exit_code == 2 and "361 is not in the range 1<=x<=360" in result.output
+
+
+def test_graph_run_command(tmp_path, rng):
+    import json
+
+    model = tmp_path / "small.onnx"
+    onnx.save(small_net(rng, "qdq"), str(model))
+    x = rng.normal(size=(2, 16, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    result = _cli("graph", "run", model, "--input", tmp_path / "x.npy", "-c", "tiny",
+                  "-o", tmp_path / "out.npz", "--trace", tmp_path / "t.trace")
+    assert result.exit_code == 0, result.output
+    assert "PASS: outputs equal the int8 reference bit for bit (logits)" in result.output
+    g = graph.load_onnx(model)
+    with np.load(tmp_path / "out.npz") as f:
+        assert np.array_equal(f["logits"], graph.run_reference(g, {"input": x})["logits"])
+    assert (tmp_path / "t.trace").read_text().count("FINISH") == 4  # one run per VTA node
+    result = _cli("graph", "run", model, "-i", tmp_path / "x.npy", "--cpu", "c2", "--json")
+    info = json.loads(result.output)
+    assert info["bit_exact"] and [n["placement"] for n in info["nodes"]][1:4] == [
+        "vta", "cpu", "vta"]
+    if judge.onnxruntime_available():
+        assert info["onnxruntime"][0]["top1_equal"] >= 1
+    result = _cli("graph", "run", model, "-i", tmp_path / "missing.npy")
+    assert result.exit_code == 2 and "missing.npy: cannot read a .npy array" in result.output
+    np.save(tmp_path / "bad.npy", x[:, :3])
+    result = _cli("graph", "run", model, "-i", tmp_path / "bad.npy")
+    assert result.exit_code == 1
+    assert "GraphError: input 'input' must have shape ('N', 16, 8, 8), not (2, 3, 8, 8)" \
+        in result.output

@@ -132,6 +132,7 @@ class WorkloadResult:
     ok: bool
     message: str
     summary: dict
+    rows: list = dataclasses.field(default_factory=list)  # extra (key, value) table rows
 
 
 def dense_workload(dev, cfg: Config, shape: tuple[int, int, int], seed: int,
@@ -170,8 +171,14 @@ def dense_workload(dev, cfg: Config, shape: tuple[int, int, int], seed: int,
 @main.command()
 @config_option
 @backend_option("verilator")
-@click.option("--shape", nargs=3, type=click.IntRange(min=1), default=(96, 200, 72),
-              show_default=True, metavar="M K N", help="x is M x K, w is N x K")
+@click.option("--workload", "-w", type=click.Choice(["digits", "dense"]), default=None,
+              help="digits: the bundled digits CNN on held-out images (the default); dense: "
+                   "one int8 dense layer")
+@click.option("--images", type=click.IntRange(min=1, max=360), default=100, show_default=True,
+              help="digits: held-out images in the batch")
+@click.option("--shape", nargs=3, type=click.IntRange(min=1), default=None, metavar="M K N",
+              help="dense: x is M x K, w is N x K (default 96 200 72; implies --workload "
+                   "dense)")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="seed of the data (and of the DRAM stalls, with --stall)")
 @click.option("--dump", is_flag=True, help="print the instruction stream (disassembly)")
@@ -184,17 +191,23 @@ def dense_workload(dev, cfg: Config, shape: tuple[int, int, int], seed: int,
 @sim_options(seed=False)
 @json_option
 @friendly
-def demo(config: str, backend: str, shape: tuple[int, int, int], seed: int, dump: bool,
-         trace_file: Path | None, waves_file: Path | None, capture: Path | None, as_json: bool,
-         **sim) -> None:
-    """Run an int8 dense layer through VTA and check it against NumPy.
+def demo(config: str, backend: str, workload: str | None, images: int,
+         shape: tuple[int, int, int] | None, seed: int, dump: bool, trace_file: Path | None,
+         waves_file: Path | None, capture: Path | None, as_json: bool, **sim) -> None:
+    """Run a network or a layer through VTA and check it bit for bit.
 
-    Builds relu((x @ w.T + bias) >> shift) as a VTA instruction stream (tiled
-    to the scratchpads, padded to the block size, loads overlapping compute),
-    runs it on the chosen backend and compares every output with NumPy.
+    The default workload is the bundled digits CNN (a quantized ONNX model
+    run by the graph runtime: convolutions, the residual add and the dense
+    layer on VTA, the rest on the CPU) on a batch of held-out handwritten
+    digits: accuracy, cycles, GEMM utilisation, wall time, and the outputs
+    checked against the int8 reference.  ``--workload dense`` builds
+    relu((x @ w.T + bias) >> shift) as a VTA instruction stream and checks
+    every output against NumPy.  ``--trace`` writes the trace of the one
+    inference (or layer) run.
 
     \b
     Example:
+      vta demo --images 360 --trace digits.trace
       vta demo -b golden -c tiny --shape 9 13 6 --capture runs/
       vta run runs/run-0001.vtaprog -b icarus
     """
@@ -205,7 +218,13 @@ def demo(config: str, backend: str, shape: tuple[int, int, int], seed: int, dump
     if sim.get("stall") and sim.get("sim_seed") is None:
         sim["sim_seed"] = seed
     options = device_options(backend, trace=trace_file, waves=waves_file, **sim)
-    _check_dense_size(cfg, backend, shape, options.get("mem_size"))
+    if workload is None:
+        workload = "dense" if shape is not None else "digits"
+    if workload == "digits" and shape is not None:
+        raise click.BadParameter("--shape is for the dense workload", param_hint="--shape")
+    shape = shape or (96, 200, 72)
+    if workload == "dense":
+        _check_dense_size(cfg, backend, shape, options.get("mem_size"))
     if capture is not None:
         options["capture"] = capture
     console = Console(stderr=as_json, soft_wrap=True)
@@ -215,20 +234,27 @@ def demo(config: str, backend: str, shape: tuple[int, int, int], seed: int, dump
         dev = open_device_cli(backend, cfg, options)
     with dev:
         opened = time.perf_counter()
-        with console.status("building the instruction stream and running it..."):
-            result = dense_workload(dev, cfg, shape, seed, {"dump": True} if dump else None)
+        queue_options = {"dump": True} if dump else None
+        with console.status("building the instruction streams and running them..."):
+            if workload == "digits":
+                from .graph.cli import digits_workload
+
+                result = digits_workload(dev, cfg, images, queue_options)
+            else:
+                result = dense_workload(dev, cfg, shape, seed, queue_options)
         done = time.perf_counter()
     stats = result.stats
     if as_json:
-        echo_json({"workload": "dense", "title": result.title, "config": cfg.name,
-                   "backend": backend, "shape": list(shape), "seed": seed, "ok": result.ok,
+        echo_json({"workload": workload, "title": result.title, "config": cfg.name,
+                   "backend": backend, **({"shape": list(shape), "seed": seed}
+                                          if workload == "dense" else {}), "ok": result.ok,
                    "check": result.message, **result.summary, "stats": stats.as_dict(),
                    "open_seconds": opened - start, "run_seconds": done - opened})
     else:
         console.print(f"[bold]vta demo[/]: {result.title}, config [cyan]{cfg.name}[/] "
                       f"({cfg.bitstream}), backend [cyan]{backend}[/]")
         table = Table(title="what ran", show_header=False)
-        for key, value in _stats_rows(stats, cfg):
+        for key, value in result.rows + _stats_rows(stats, cfg):
             table.add_row(key, value)
         table.add_row("time", f"open {opened - start:.2f} s, run {done - opened:.3f} s")
         console.print(table)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -10,40 +9,18 @@ from typing import Any
 import click
 import numpy as np
 
-from ..cli import _friendly, _load_config, config_option
-
-BACKENDS = ["golden", "verilator", "icarus", "f1", "f2"]
-
-
-class _TraceWriter:
-    """Appends the instruction trace of every device run to a file (``on_run`` hook)."""
-
-    def __init__(self, dev, path: Path):
-        self.dev, self.path = dev, path
-        self.enabled = False
-        self.runs = 0
-        path.write_text("")
-
-    def set(self, on: bool) -> None:
-        transport = self.dev.driver.transport
-        if hasattr(transport, "set_trace"):
-            transport.set_trace(on)
-        self.enabled = on
-
-    def __call__(self, node: str, stats) -> None:
-        if not self.enabled:
-            return
-        from .. import trace
-
-        transport = self.dev.driver.transport
-        if hasattr(transport, "last_trace"):
-            records = transport.last_trace
-        else:  # the golden model keeps the events of its last run
-            records = trace.from_golden(transport._events, self.dev.cfg)
-        with open(self.path, "a") as out:
-            out.write(f"# node {node}, run {self.runs}\n")
-            out.write(trace.format_trace(records, header=self.runs == 0))
-        self.runs += 1
+from ..cli_common import (
+    Differ,
+    backend_option,
+    config_option,
+    device_options,
+    echo_json,
+    friendly,
+    json_option,
+    load_config,
+    open_device_cli,
+    sim_options,
+)
 
 
 def _report_table(report, title: str):
@@ -57,25 +34,25 @@ def _report_table(report, title: str):
     return table
 
 
-def _summary(report) -> list[str]:
-    cycles = report.cycles
-    util = report.gemm_utilisation()
+def _summary(report) -> list[tuple[str, str]]:
     stats = report.stats
-    lines = [f"VTA nodes: {len(report.vta_nodes)} of {len(report.nodes)}; "
-             f"GEMM micro-ops {stats.gemm_uops:,}, ALU micro-ops {stats.alu_uops:,}, "
-             f"{stats.insn_count:,} instructions in {stats.runs} runs" if stats else
-             "VTA nodes: none"]
-    if cycles is not None:
-        lines.append(f"cycles: {cycles:,}; GEMM utilisation {util:.1%}")
-    else:
-        lines.append("cycles: n/a (the golden model has no clock)")
-    lines.append(f"device memory: activations {report.activation_bytes:,} bytes in reused "
-                 f"buffers ({report.activation_bytes_unshared:,} without reuse), weights "
-                 f"{report.weight_bytes:,} bytes")
-    return lines
+    rows = [("VTA nodes", f"{len(report.vta_nodes)} of {len(report.nodes)}: "
+                          f"{', '.join(n.name for n in report.vta_nodes) or 'none'}")]
+    if stats is not None:
+        rows.append(("work", f"GEMM micro-ops {stats.gemm_uops:,}, ALU micro-ops "
+                             f"{stats.alu_uops:,}, {stats.insn_count:,} instructions in "
+                             f"{stats.runs} runs"))
+    cycles = report.cycles
+    rows.append(("cycles", "n/a (functional model)" if cycles is None else
+                 f"{cycles:,}; GEMM utilisation {report.gemm_utilisation():.1%}"))
+    rows.append(("device memory", f"activations {report.activation_bytes:,} bytes in reused "
+                                  f"buffers ({report.activation_bytes_unshared:,} without "
+                                  f"reuse), weights {report.weight_bytes:,} bytes"))
+    return rows
 
 
-def _first_mismatch(graph, ours: dict, ref: dict) -> str | None:
+def first_mismatch(graph, ours: dict, ref: dict) -> str | None:
+    """None when every output equals the reference, else where the first difference is."""
     for name in graph.outputs:
         a, b = ours[name], ref[name]
         if a.shape != b.shape or a.dtype != b.dtype:
@@ -97,29 +74,35 @@ def graph_cmd() -> None:
 @click.option("--input", "-i", "inputs", multiple=True, required=True, metavar="[NAME=]X.npy",
               help="input array (.npy); NAME= for a model with several inputs")
 @config_option
-@click.option("--backend", "-b", default="golden", show_default=True,
-              type=click.Choice(BACKENDS), help="device backend")
+@backend_option("golden")
 @click.option("--cpu", "cpu_nodes", multiple=True, metavar="NODE",
               help="keep this node on the CPU (repeatable)")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="write the outputs to this .npz file")
 @click.option("--ort/--no-ort", "use_ort", default=None,
               help="compare with onnxruntime (default: when it is installed)")
-@click.option("--trace", type=click.Path(dir_okay=False, path_type=Path),
-              help="write the instruction trace of the run to this file")
-@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
-@_friendly
+@click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="write the per-instruction trace of the inference to this file")
+@sim_options()
+@json_option
+@friendly
 def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
             cpu_nodes: tuple[str, ...], output: Path | None, use_ort: bool | None,
-            trace: Path | None, as_json: bool) -> None:
-    """Run MODEL on an input and check it bit for bit against the int8 reference."""
-    from rich.console import Console
+            trace_file: Path | None, as_json: bool, **sim) -> None:
+    """Run MODEL on an input and check it bit for bit against the int8 reference.
 
-    from ..device import open_device
+    \b
+    Example:
+      vta graph run model.onnx --input x.npy -b verilator --json
+    """
+    from rich.console import Console
+    from rich.table import Table
+
     from . import judge, load_onnx, run_reference
     from .executor import Executor
 
-    cfg = _load_config(config)
+    cfg = load_config(config)
+    options = device_options(backend, trace=trace_file, **sim)
     graph = load_onnx(model)
     feeds = {}
     for item in inputs:
@@ -136,22 +119,15 @@ def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
                                      param_hint="--input") from None
     if use_ort is None:
         use_ort = judge.onnxruntime_available()
-    console = Console(stderr=as_json)
+    console = Console(stderr=as_json, soft_wrap=True)
     with console.status(f"opening the {backend} device..."):
-        dev = open_device(backend, cfg)
-    with dev:
-        writer = _TraceWriter(dev, trace) if trace else None
-        ex = Executor(graph, dev, cpu_nodes=cpu_nodes, on_run=writer)
-        if writer:
-            writer.set(True)
+        dev = open_device_cli(backend, cfg, options)
+    with dev, Executor(graph, dev, cpu_nodes=cpu_nodes) as ex:
         with console.status("running..."):
             ours = ex.run(feeds)
-        if writer:
-            writer.set(False)
         report = ex.report()
-        ex.close()
     ref = run_reference(graph, feeds)
-    mismatch = _first_mismatch(graph, ours, ref)
+    mismatch = first_mismatch(graph, ours, ref)
     agreements = judge.compare(graph, ref, judge.run_onnxruntime(model, feeds)) \
         if use_ort else []
     if output:
@@ -160,79 +136,90 @@ def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
         info: dict[str, Any] = report.as_dict()
         info["bit_exact"] = mismatch is None
         info["onnxruntime"] = [dict(vars(a), max_lsb=a.max_lsb) for a in agreements]
-        click.echo(json.dumps(info, indent=2))
+        echo_json(info)
     else:
         console.print(_report_table(report, f"{model.name} on {backend} ({cfg.name})"))
-        for line in _summary(report):
-            console.print(line)
-        console.print(f"wall time: {report.seconds:.3f} s")
+        table = Table(show_header=False)
+        for key, value in _summary(report):
+            table.add_row(key, value)
+        table.add_row("wall time", f"{report.seconds:.3f} s")
         for a in agreements:
-            console.print(f"onnxruntime: {a.describe()}")
-        if trace:
-            console.print(f"trace: {trace} ({writer.runs} runs)")
+            table.add_row("onnxruntime", a.describe())
+        console.print(table)
     if mismatch:
-        raise click.ClickException(f"MISMATCH with the int8 reference: {mismatch}")
+        raise Differ(f"MISMATCH with the int8 reference: {mismatch}")
     if not as_json:
         console.print(f"[bold green]PASS[/]: outputs equal the int8 reference bit for bit "
                       f"({', '.join(graph.outputs)})")
 
 
-def digits_demo(console, dev, images: int, trace: Path | None) -> None:
-    """The digits network on ``dev``: accuracy, cycles, utilisation, time, bit-exactness.
+def digits_workload(dev, cfg, images: int, queue_options: dict | None):
+    """The bundled digits CNN on ``images`` held-out images (one batch), for ``vta demo``.
 
-    Runs ``images`` held-out images as one batch; with ``trace``, first one
-    traced inference of a single image.  Raises ClickException on a mismatch.
+    Returns a :class:`vta.cli.WorkloadResult`: accuracy (VTA, the int8
+    reference, the float model, onnxruntime when installed), cycles, GEMM
+    utilisation per VTA layer and overall, images/s, and whether the run equals
+    the int8 reference bit for bit.
     """
+    from ..cli import WorkloadResult
     from . import judge, load_onnx, run_reference
     from .executor import Executor
     from .models import digits_model, digits_test_set
 
-    path = digits_model()
-    graph = load_onnx(path)
+    graph = load_onnx(digits_model())
     x, labels = digits_test_set()
     if not 1 <= images <= len(labels):
         raise click.BadParameter(f"must be in 1..{len(labels)}, not {images}",
                                  param_hint="--images")
     x, labels = x[:images], labels[:images]
-    meta = graph.metadata
-    writer = _TraceWriter(dev, trace) if trace else None
-    ex = Executor(graph, dev, on_run=writer)
-    if writer:
-        writer.set(True)
-        ex.run({"input": x[:1]})
-        writer.set(False)
-    start = time.perf_counter()
-    with console.status(f"running {images} images..."):
+    with Executor(graph, dev, queue_options=queue_options) as ex:
+        start = time.perf_counter()
         ours = ex.run({"input": x})
-    wall = time.perf_counter() - start
-    report = ex.report()
-    ex.close()
+        wall = time.perf_counter() - start
+        report = ex.report()
     ref = run_reference(graph, {"input": x})
-    mismatch = _first_mismatch(graph, ours, ref)
-    console.print(_report_table(report, f"digits CNN, {images} images in one batch"))
-    rows = [("float model (training script)", meta.get("float_accuracy"), "all held-out")]
-    acc = float((ours["logits"].argmax(1) == labels).mean())
-    ref_acc = float((ref["logits"].argmax(1) == labels).mean())
-    rows += [("int8 reference (NumPy)", ref_acc, images), (f"VTA ({dev.backend})", acc, images)]
+    mismatch = first_mismatch(graph, ours, ref)
+    accuracy = {"vta": float((ours["logits"].argmax(1) == labels).mean()),
+                "int8_reference": float((ref["logits"].argmax(1) == labels).mean()),
+                "float_model_all_held_out": float(graph.metadata["float_accuracy"])}
+    agreement = None
     if judge.onnxruntime_available():
-        theirs = judge.run_onnxruntime(path, {"input": x})
-        rows.append(("onnxruntime", float((theirs["logits"].argmax(1) == labels).mean()),
-                     images))
+        theirs = judge.run_onnxruntime(digits_model(), {"input": x})
+        accuracy["onnxruntime"] = float((theirs["logits"].argmax(1) == labels).mean())
         agreement = judge.compare(graph, ref, theirs)[0]
-    else:
-        agreement = None
-    for name, value, n in rows:
-        shown = "n/a" if value is None else f"{float(value):.2%}"
-        console.print(f"accuracy, {name}: {shown} ({n} images)")
-    for line in _summary(report):
-        console.print(line)
-    console.print(f"wall time: {wall:.3f} s for {images} images ({images / wall:.1f} images/s)")
+    rows = [("network", f"digits CNN ({digits_model().name}), {images} held-out 8x8 images "
+                        "in one batch"),
+            ("accuracy", f"VTA {accuracy['vta']:.2%}, int8 reference "
+                         f"{accuracy['int8_reference']:.2%}"
+                         + (f", onnxruntime {accuracy['onnxruntime']:.2%}" if agreement else "")
+                         + f" (float model: {accuracy['float_model_all_held_out']:.2%} on all "
+                           f"{len(digits_test_set()[1])})")]
+    for n in report.nodes:
+        if n.placement == "vta":
+            util = n.gemm_utilisation(cfg)
+            parts = [f"{n.seconds * 1e3:.1f} ms"]
+            if n.cycles is not None:
+                parts.append(f"{n.cycles:,} cycles")
+            if util is not None:
+                parts.append(f"GEMM utilisation {util:.1%}")
+            rows.append((f"  {n.name} ({n.op}, VTA)", ", ".join(parts) + f"; {n.epilogue}"))
+        else:
+            rows.append((f"  {n.name} ({n.op}, CPU)", n.reason))
+    if report.cycles is not None:
+        rows.append(("GEMM utilisation", f"{report.gemm_utilisation():.1%} (GEMM micro-ops / "
+                                         "cycles, all VTA nodes)"))
+    rows.append(_summary(report)[-1])
+    rows.append(("inference", f"{wall:.3f} s for {images} images ({images / wall:,.1f} "
+                              "images/s)"))
     if agreement is not None:
-        console.print(f"onnxruntime vs int8 reference: {agreement.describe()} "
-                      "(half-way values: ONNX rounds to even, VTA half up)")
-    if writer:
-        console.print(f"trace of one inference (1 image): {trace} ({writer.runs} runs)")
-    if mismatch:
-        raise click.ClickException(f"MISMATCH with the int8 reference: {mismatch}")
-    console.print(f"[bold green]PASS[/]: the {dev.backend} run equals the int8 reference bit "
-                  f"for bit ({images} x {report.nodes[-1].name})")
+        rows.append(("onnxruntime", agreement.describe() + " (ties: ONNX rounds half to even, "
+                                                           "VTA half up)"))
+    summary = {"images": images, "accuracy": accuracy, "bit_exact": mismatch is None,
+               "inference_seconds": wall, "images_per_second": images / wall,
+               "gemm_utilisation": report.gemm_utilisation(),
+               "nodes": report.as_dict()["nodes"]}
+    title = (f"digits CNN (conv, conv + residual add, dense on VTA) on {images} images: "
+             f"accuracy {accuracy['vta']:.2%}")
+    message = (f"the {dev.backend} run equals the int8 reference bit for bit ({images} images "
+               "x 10 logits)") if mismatch is None else f"int8 reference: {mismatch}"
+    return WorkloadResult(title, report.stats, mismatch is None, message, summary, rows)

@@ -27,7 +27,7 @@ its counters (cycles, GEMM micro-ops, ...) are its own.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,8 +114,11 @@ class NodeReport:
         return None if self.stats is None else self.stats.cycles
 
     def gemm_utilisation(self, cfg) -> float | None:
-        """GEMM micro-ops / cycles (one micro-op per cycle is 100%); None without cycles."""
-        if not self.stats or not self.stats.cycles:
+        """GEMM micro-ops / cycles (one micro-op per cycle is 100%).
+
+        None without cycles (golden) and for nodes without a GEMM (add).
+        """
+        if not self.stats or not self.stats.cycles or self.op not in ("conv", "dense"):
             return None
         return self.stats.gemm_uops / self.stats.cycles
 
@@ -187,22 +190,6 @@ class _VtaStep:
     bufs: list[Buffer]
 
 
-class _RunHook:
-    """The device as the command queue sees it: every run also reports to ``on_run``."""
-
-    def __init__(self, dev, executor: Executor):
-        self._dev, self._ex = dev, executor
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._dev, name)
-
-    def run(self, *args, **kwargs) -> RunStats:
-        stats = self._dev.run(*args, **kwargs)
-        if self._ex.on_run is not None:
-            self._ex.on_run(self._ex._node_running, stats)
-        return stats
-
-
 class Executor:
     """Runs a graph on an open device; the plan is made once per set of input shapes.
 
@@ -218,15 +205,11 @@ class Executor:
         See the module docstring.
     queue_options : dict, optional
         Options for the :class:`~vta.runtime.CommandQueue` (``dump``, ...).
-    on_run : callable, optional
-        Called as ``on_run(node_name, stats)`` after every device run (e.g. to
-        collect an instruction trace).
     """
 
     def __init__(self, graph: Graph, device, *, cpu_nodes: Sequence[str] = (),
                  max_channel_waste: float = MAX_CHANNEL_WASTE,
-                 queue_options: dict | None = None,
-                 on_run: Callable[[str, RunStats], Any] | None = None):
+                 queue_options: dict | None = None):
         self.graph = graph
         self.dev = device
         self.cfg = device.cfg
@@ -238,8 +221,6 @@ class Executor:
         self.cpu_nodes = set(cpu_nodes)
         self.max_channel_waste = max_channel_waste
         self.queue_options = dict(queue_options or {})
-        self.on_run = on_run
-        self._node_running = ""
         self._shapes_key: tuple | None = None
         self._buffers: list[Buffer] = []
         self._queue: CommandQueue | None = None
@@ -365,7 +346,7 @@ class Executor:
                 weight_bytes += sum(b.nbytes for b in step.bufs)
                 self.steps[n.name] = step
         self.weight_bytes = weight_bytes
-        self._queue = CommandQueue(_RunHook(dev, self), **self.queue_options)
+        self._queue = CommandQueue(dev, **self.queue_options)
         self._shapes_key = key
 
     def _alloc(self, nbytes: int) -> Buffer:
@@ -456,7 +437,6 @@ class Executor:
                 for v in n.inputs:
                     to_device(v)
                 step = self.steps[n.name]
-                self._node_running = n.name
                 q = self._queue
                 before = len(q.history)
                 ins = [self.dev_buf[v] for v in n.inputs]
