@@ -279,3 +279,32 @@ def test_diff_names_the_first_store_in_time_not_in_address(tmp_path, monkeypatch
     assert (found["expected"], found["actual"]) == ((-3 ^ 1) & 0xFF, -3 & 0xFF)  # max(-3, -4)
     assert found["producers"] == [[2, "MAX uop_end=2 iter_out=1 iter_in=1 use_imm=1 imm=-4 "
                                       "deps=push_next"]]
+
+
+# -------------------------------------------------------------------- vta waves
+def test_waves_whole_run_and_a_window(program, tmp_path):
+    import pywellen
+
+    def cycles_in(path):
+        wave = pywellen.Waveform(str(path))
+        counter = [v for v in wave.all_vars() if v.full_name == "vta_tb.cycle"]
+        values = []
+        wave.stream_changes(lambda t, s, v: values.append(v), counter)
+        return values
+
+    records = {}
+    assert invoke("trace", program, "-b", "icarus", "--out", tmp_path / "i.trace").exit_code == 0
+    records = {r.index: r for r in vtrace.read_trace(tmp_path / "i.trace")}
+    whole = invoke("waves", program, "-b", "icarus", "-o", tmp_path / "run.fst")
+    assert whole.exit_code == 0, whole.output
+    assert (tmp_path / "run.fst").read_bytes()[0] == 0  # FST header block
+    seen = cycles_in(tmp_path / "run.fst")
+    assert min(seen) <= records[0].dispatch and max(seen) >= records[6].cycle
+    window = invoke("waves", program, "-b", "icarus", "--insns", "3:4", "-o", tmp_path / "w.vcd")
+    assert window.exit_code == 0, window.output
+    first = min(records[3].dispatch, records[4].dispatch)
+    last = max(records[3].cycle, records[4].cycle)
+    assert f"cycles {first}..{last} of the run's" in window.output
+    assert cycles_in(tmp_path / "w.vcd") == list(range(first, last + 1))
+    bad = invoke("waves", program, "-b", "icarus", "--cycles", "5:9", "-o", tmp_path / "w.fst")
+    assert bad.exit_code == 2 and "must end in .vcd (a window is written as VCD)" in bad.output

@@ -348,15 +348,14 @@ def test_trace_file_matches_the_golden_trace(tmp_path):
     "icarus", pytest.param("verilator", marks=pytest.mark.slow)])  # verilator: its own build
 def test_waves_on_request(tmp_path, sim):
     _require(sim)
-    path = tmp_path / ("session.vcd" if sim == "verilator" else "session.fst")
+    path = tmp_path / "session.fst"
     with vta.open_device(sim, "tiny", waves=path) as dev:
         prog, mem, _ = _matmul(dev, np.random.default_rng(6), 4, 8, 4)
         buf = _put(dev, mem[4096:].tobytes())
         dev.run(prog.insn_addr, prog.insn_count)
         dev.free(buf)
     assert path.exists() and path.stat().st_size > 1000
-    if sim == "verilator":
-        assert path.read_text()[:200].startswith("$version")
+    assert path.read_bytes()[0] == 0  # an FST file opens with its header block (type 0)
 
 
 # ------------------------------------------------------------------ packaging

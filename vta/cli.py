@@ -471,9 +471,9 @@ def regs(fmt: str, as_json: bool) -> None:
 
 
 # The program-file commands live in their own module.
-from .cli_prog import diff, lint_cmd, run, trace  # noqa: E402
+from .cli_prog import diff, lint_cmd, run, trace, waves  # noqa: E402
 
-for _command in (run, trace, diff, lint_cmd):
+for _command in (run, trace, diff, lint_cmd, waves):
     main.add_command(_command)
 
 from .graph.cli import graph_cmd  # noqa: E402  (after the helpers it uses)

@@ -451,3 +451,78 @@ def lint_cmd(program: Path, mem_size: int | None, errors_only: bool, as_json: bo
                    f"{warnings} warning(s)")
     if errors:
         raise Differ(f"{errors} error(s) in {program.name}")
+
+
+# -------------------------------------------------------------------- waves
+@click.command()
+@program_argument
+@click.option("--backend", "-b", default="verilator", show_default=True,
+              type=click.Choice(["verilator", "icarus"]), help="the simulator")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="the waveform: FILE.fst for the whole run, FILE.vcd with a window")
+@click.option("--cycles", "cycle_range", callback=_range, metavar="FIRST:LAST",
+              help="only these cycles (the numbers `vta trace` shows)")
+@click.option("--insns", "insn_range", callback=_range, metavar="FIRST:LAST",
+              help="only the cycles from the dispatch of instruction FIRST to the retire of LAST")
+@sim_options()
+@friendly
+def waves(program: Path, backend: str, output: Path, cycle_range, insn_range, **sim) -> None:
+    """Run PROG on the RTL and write a waveform of it.
+
+    The whole run goes to an FST file; with --cycles or --insns only that
+    window is kept, written as VCD (every signal's value at the window's first
+    cycle, then each change).  Open either with GTKWave or Surfer.  A waveform
+    build of the simulator is separate from the normal one (Verilator: about a
+    minute the first time; its FST writer needs the liblz4 and zlib headers).
+
+    \b
+    Examples:
+      vta waves prog.vtaprog -o prog.fst
+      vta waves prog.vtaprog -b icarus --insns 10:14 -o prog.vcd
+    """
+    import tempfile
+
+    from . import progfile
+    from . import waves as vwaves
+
+    if cycle_range and insn_range:
+        raise click.UsageError("give --cycles or --insns, not both")
+    window = cycle_range or insn_range
+    want = ".vcd" if window else ".fst"
+    if output.suffix != want:
+        why = "a window is written as VCD" if window else "the whole run is written as FST"
+        raise click.BadParameter(f"must end in {want} ({why}), not {output.name!r}",
+                                 param_hint="--output")
+    prog = load_program(program)
+    with tempfile.TemporaryDirectory(prefix="vta-waves-") as tmp:
+        dump = output.resolve() if not window else Path(tmp) / "run.fst"
+        options = _options_for(prog, backend, sim, waves=dump, trace=True)
+        with _open(backend, prog.cfg, options, False) as dev:
+            result = progfile.replay(prog, dev)
+            records = dev.last_trace or []
+        first = min(r.dispatch for r in records if r.dispatch is not None)
+        last = max(r.cycle for r in records)
+        if not window:
+            click.echo(f"{output}: the whole run, cycles {first}..{last} "
+                       f"({result.stats.cycles} cycles), {output.stat().st_size:,} bytes")
+            return
+        if insn_range:
+            lo, hi = insn_range
+            chosen = [r for r in records if (lo is None or r.index >= lo) and
+                      (hi is None or r.index <= hi)]
+            if not chosen:
+                raise click.BadParameter(f"no instruction of {program.name} in that range "
+                                         f"(0..{prog.insn_count - 1})", param_hint="--insns")
+            a = min(r.dispatch for r in chosen)
+            b = max(r.cycle for r in chosen)
+        else:
+            a = first if cycle_range[0] is None else cycle_range[0]
+            b = last if cycle_range[1] is None else cycle_range[1]
+        try:
+            info = vwaves.window(dump, output, a, b)
+        except ImportError as exc:
+            raise click.ClickException(f"{exc}\nhint: the waves extra installs it") from None
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--cycles") from None
+    click.echo(f"{output}: cycles {a}..{b} of the run's {first}..{last}, {info['signals']} "
+               f"signals, {output.stat().st_size:,} bytes")

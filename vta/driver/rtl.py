@@ -11,10 +11,11 @@ parent-death signal all end it).
 Options (``vta.open_device("verilator", cfg, **options)``):
 
 ============== ===================================================================
-waves          ``True`` or a file path: dump a waveform of the whole session (VCD on
-               Verilator -- its FST writer needs liblz4 headers -- FST on Icarus);
-               ``True`` puts it in the session folder (``waves_file``), kept after
-               ``close()``; a separate build, and Verilator runs use the GPI clock
+waves          ``True`` or a file path: dump an FST waveform of the whole session
+               (Verilator's FST writer needs the liblz4 and zlib headers, apt packages
+               liblz4-dev zlib1g-dev); ``True`` puts it in the session folder
+               (``waves_file``), kept after ``close()``; a separate build, and
+               Verilator runs use the GPI clock
 trace          ``True``: record a per-instruction trace of every run
                (:attr:`RTLTransport.last_trace`); a path: also append it there
                in the :mod:`vta.trace` format
@@ -148,9 +149,8 @@ class RTLTransport(Transport):
         self.keep_workdir = bool(waves) and not isinstance(waves, (str, Path))
         self.waves_file: Path | None = None
         if waves:
-            suffix = "vcd" if backend == "verilator" else "fst"
             self.waves_file = (Path(waves).resolve() if isinstance(waves, (str, Path))
-                               else self.workdir / f"vta_tb.{suffix}")
+                               else self.workdir / "vta_tb.fst")
         self.trace_path = Path(trace) if isinstance(trace, (str, Path)) else None
         self.tracing = bool(trace)
         self.last_trace: list = []

@@ -208,6 +208,8 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
         args = list(build_args)
         if simulator == "verilator":
             args += ["-Wno-fatal", "-O3"]
+            if waves:  # FST, like Icarus; its writer needs the lz4 and zlib headers
+                args += ["--trace-fst"]
         with _patched_environ(sim_env()):
             runner = get_runner(simulator)
             if public is not None:
