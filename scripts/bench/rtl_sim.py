@@ -14,19 +14,30 @@
   cycle of the load engine's busy time against the bus width.
 * **Verilator build time**: from scratch (a fresh cache folder) and from cache.
 
+Speed is the best of ``--repeat`` runs of the same stream on the same simulator
+process (the machine is shared and noisy; the range is printed too).
+``--baseline-hdl DIR`` also runs every simulator on the design in DIR (for
+example ``git archive <commit> hdl | tar -x -C DIR`` gives ``DIR/hdl``), in the
+same process and interleaved with the current design, so before/after ratios
+come from one run.
+
 Every result is checked against NumPy.  Prints Markdown tables.
 
-    python scripts/bench/rtl_sim.py [--size 128] [--big 256] [--layers C2,...|none]
-                                    [--no-scratch-build] [--configs default]
+    python scripts/bench/rtl_sim.py [--size 128] [--big 256] [--icarus-size 128]
+                                    [--repeat 3] [--simulators verilator,icarus]
+                                    [--baseline-hdl DIR] [--layers C2,...|none]
+                                    [--no-scratch-build] [--config default]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import tempfile
 import time
+from pathlib import Path
 
 import _blas  # noqa: F401  (first: pins BLAS threads before NumPy loads)
 import numpy as np
@@ -65,6 +76,34 @@ def matmul_run(dev, size: int) -> dict:
     return {"cycles": stats.cycles, "sim_s": t.last_run_seconds, "e2e_s": stats.wall_time,
             "util": stats.gemm_uops * unit / (stats.cycles * unit), "insns": prog.insn_count,
             "macs": size ** 3}
+
+
+def best_of(runs: list[dict]) -> dict:
+    """The fastest of several runs of one stream, with the range of cycles/s."""
+    best = min(runs, key=lambda r: r["sim_s"])
+    rates = [r["cycles"] / r["sim_s"] for r in runs]
+    if len({r["cycles"] for r in runs}) != 1:
+        raise SystemExit("cycle counts differ between repeats of one stream")
+    return {**best, "rate_min": min(rates), "rate_max": max(rates), "repeat": len(runs)}
+
+
+@contextlib.contextmanager
+def design_from(hdl: str | None):
+    """Build the simulator from the Verilog files in ``hdl`` (None: the current design)."""
+    from vta import hdlgen
+
+    if hdl is None:
+        yield
+        return
+    files = sorted(Path(hdl).glob("*.v"))
+    if not files:
+        raise SystemExit(f"--baseline-hdl: no *.v files in {hdl}")
+    saved = hdlgen.hdl_sources
+    hdlgen.hdl_sources = lambda: files
+    try:
+        yield
+    finally:
+        hdlgen.hdl_sources = saved
 
 
 def load_bandwidth(dev) -> list[tuple[str, int, int, float]]:
@@ -136,6 +175,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=128, help="matmul size on both simulators")
     parser.add_argument("--big", type=int, default=256, help="compute-bound matmul on Verilator")
+    parser.add_argument("--icarus-size", type=int, help="matmul size on Icarus (default --size)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each speed measurement; the best is reported")
+    parser.add_argument("--simulators", default="verilator,icarus")
+    parser.add_argument("--baseline-hdl",
+                        help="folder of another version of hdl/*.v, measured side by side")
     parser.add_argument("--config", default="default")
     parser.add_argument("--layers", default=",".join(LAYERS),
                         help="ResNet-18 layers on Verilator (comma-separated, or 'none')")
@@ -157,24 +202,41 @@ def main() -> None:
         print(f"| from scratch | {scratch:.1f} |\n| from cache | {cached:.3f} |\n")
 
     speed = []
-    for sim in ("verilator", "icarus"):
-        start = time.perf_counter()
-        with vta.open_device(sim, cfg) as dev:
-            opened = time.perf_counter() - start
-            speed.append((sim, args.size, matmul_run(dev, args.size), opened))
+    bandwidth, rows = [], []
+    designs = [("", None)] + ([("baseline ", args.baseline_hdl)] if args.baseline_hdl else [])
+    for sim in args.simulators.split(","):
+        sizes = [args.icarus_size or args.size] if sim == "icarus" else [args.size, args.big]
+        with contextlib.ExitStack() as stack:
+            devs = []
+            for label, hdl in designs:
+                start = time.perf_counter()
+                with design_from(hdl):
+                    devs.append((label, stack.enter_context(vta.open_device(sim, cfg)),
+                                 time.perf_counter() - start))
+            for size in filter(None, sizes):
+                # interleaved: run r of every design before run r + 1 of any
+                runs = {label: [] for label, _, _ in devs}
+                for _ in range(args.repeat):
+                    for label, dev, _ in devs:
+                        runs[label].append(matmul_run(dev, size))
+                for label, _, opened in devs:
+                    speed.append((label + sim, size, best_of(runs[label]),
+                                  opened if size == sizes[0] else None))
             if sim == "verilator":
-                big = matmul_run(dev, args.big)
-                speed.append((sim, args.big, big, None))
+                dev = devs[0][1]
                 bandwidth = [(cfg.name, cfg.BUS_BYTES, *row) for row in load_bandwidth(dev)]
                 layers = [] if args.layers == "none" else args.layers.split(",")
                 rows = resnet(dev, layers)
-    print("| simulator | matmul | instructions | cycles | run s | cycles/s (run) | "
-          "cycles/s (end to end) | GEMM utilisation | device open s |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| simulator | matmul | instructions | cycles | run s | cycles/s (run, best) | "
+          "range of runs | cycles/s (end to end) | GEMM utilisation | device open s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for sim, size, r, opened in speed:
         print(f"| {sim} | {size}^3 | {r['insns']} | {r['cycles']:,} | {r['sim_s']:.3f} | "
-              f"{r['cycles'] / r['sim_s']:,.0f} | {r['cycles'] / r['e2e_s']:,.0f} | "
+              f"{r['cycles'] / r['sim_s']:,.0f} | {r['rate_min']:,.0f}-{r['rate_max']:,.0f} "
+              f"(best of {r['repeat']}) | {r['cycles'] / r['e2e_s']:,.0f} | "
               f"{r['util']:.1%} | {'' if opened is None else f'{opened:.2f}'} |")
+    if not bandwidth:
+        return
     for preset in [] if args.bus_configs == "none" else args.bus_configs.split(","):
         with vta.open_device("verilator", preset) as dev:
             bandwidth += [(preset, dev.cfg.BUS_BYTES, *row) for row in load_bandwidth(dev)]
