@@ -472,8 +472,9 @@ def regs(fmt: str, as_json: bool) -> None:
 
 # The program-file commands live in their own module.
 from .cli_prog import diff, lint_cmd, run, trace, waves  # noqa: E402
+from .cli_tools import bench, cache  # noqa: E402
 
-for _command in (run, trace, diff, lint_cmd, waves):
+for _command in (run, trace, diff, lint_cmd, waves, bench, cache):
     main.add_command(_command)
 
 from .graph.cli import graph_cmd  # noqa: E402  (after the helpers it uses)
