@@ -15,7 +15,7 @@ def invoke(*args):
 
 
 def test_bench_quick_reports_checked_figures():
-    result = invoke("bench", "--quick", "--rtl", "none", "-c", "tiny", "--json")
+    result = invoke("bench", "--quick", "--rtl", "none", "--json")
     assert result.exit_code == 0, result.output
     results = {r["name"]: r for r in json.loads(result.stdout)["results"]}
     assert list(results) == ["golden GEMM 128^3", "conv2d ResNet-18 C5", "conv2d ResNet-18 C11"]
@@ -41,7 +41,7 @@ def test_bench_fails_when_a_result_is_wrong(monkeypatch):
     real = programs.MatmulProgram.expected
     monkeypatch.setattr(programs.MatmulProgram, "expected",
                         lambda self, a, w: real(self, a, w) + 1)
-    result = invoke("bench", "--quick", "--rtl", "none", "-c", "tiny")
+    result = invoke("bench", "--quick", "--rtl", "none")
     assert result.exit_code == 1
     assert "golden GEMM: the golden model's matmul differs from NumPy" in result.output
 
