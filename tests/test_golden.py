@@ -5,10 +5,14 @@ Expectations are NumPy formulas written here, independent of the model.
 
 from __future__ import annotations
 
+import time
+import tracemalloc
+
 import numpy as np
 import pytest
 
 import vta
+from vta import golden
 from vta.config import TOKEN_QUEUE_DEPTH, Config
 from vta.errors import ErrorCode
 from vta.golden import GoldenModel
@@ -514,3 +518,86 @@ def test_scratchpads_persist_across_runs_and_plans_track_micro_ops():
         sp.uop[0] = int.from_bytes(encode_uop(Uop(0, src, 0), TINY), "little")
         rig.run([gemm, FINISH])
         np.testing.assert_array_equal(sp.acc[0, 0], want)
+
+
+# ------------------------------------------------- large nests and deadlines
+def nest_reference(sp, uops, insn):
+    """Expected ACC after a GEMM or ALU nest, one micro-op at a time, and OUT (0 where the
+    nest wrote nothing)."""
+    acc = sp.acc.astype(np.int64)
+    written = np.zeros(acc.shape[0], bool)
+    gemm = insn.opcode == Opcode.GEMM
+    for o in range(insn.iter_out):
+        for i in range(insn.iter_in):
+            for u in uops:
+                d = u.dst_idx + o * insn.dst_factor_out + i * insn.dst_factor_in
+                s = u.src_idx + o * insn.src_factor_out + i * insn.src_factor_in
+                if gemm:
+                    w = u.wgt_idx + o * insn.wgt_factor_out + i * insn.wgt_factor_in
+                    acc[d] = wrap32(acc[d] + sp.inp[s].astype(np.int64) @ sp.wgt[w].T)
+                else:  # ADD with a source: reads what earlier micro-ops wrote
+                    acc[d] = wrap32(acc[d] + acc[s])
+                written[d] = True
+    return acc, np.where(written[:, None, None], acc, 0).astype(np.int8)
+
+
+@pytest.mark.parametrize("chunk", [1 << 16, 40, 7], ids=["one-piece", "outer-split", "inner-split"])
+@pytest.mark.parametrize("kind", ["gemm", "alu"])
+def test_nests_run_in_pieces_give_the_serial_result(monkeypatch, kind, chunk):
+    """A nest larger than CHUNK_UOPS runs in pieces (whole outer, or inner, iterations):
+    the result must not depend on the piece size, including ALU read-after-write chains
+    that cross piece boundaries and GEMM reductions split across pieces."""
+    monkeypatch.setattr(golden, "CHUNK_UOPS", chunk)
+    rng = np.random.default_rng(17)
+    rig = Rig(TINY)
+    sp = rig.model.sp
+    sp.acc[:] = rand(rng, sp.acc.shape, -2**31, 2**31, np.int32)
+    sp.inp[:] = rand(rng, sp.inp.shape, -128, 128, np.int8)
+    sp.wgt[:] = rand(rng, sp.wgt.shape, -128, 128, np.int8)
+    if kind == "gemm":  # dst factor 0 on the inner loop: a reduction cut by the pieces
+        uops = [Uop(0, 0, 0), Uop(1, 3, 2), Uop(4, 1, 5)]
+        insn = GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=3, iter_out=5, iter_in=6,
+                        dst_factor_out=5, dst_factor_in=0, src_factor_out=7, src_factor_in=2,
+                        wgt_factor_out=3, wgt_factor_in=1)
+    else:  # dst k reads k - 1, written one step earlier (also across pieces)
+        uops = [Uop(1, 0, 0), Uop(2, 1, 0)]
+        insn = alu(AluOp.ADD, 0, 2, iter_out=5, iter_in=6, dfo=12, dfi=2, sfo=12, sfi=2)
+    for k, u in enumerate(uops):
+        sp.uop[k] = int.from_bytes(encode_uop(u, TINY), "little")
+    acc, out = nest_reference(sp, uops, insn)
+    counters = rig.run([insn, FINISH])
+    np.testing.assert_array_equal(sp.acc, acc.astype(np.int32))
+    np.testing.assert_array_equal(sp.out, out)
+    assert counters.gemm_uops + counters.alu_uops == 5 * 6 * len(uops)
+
+
+def test_deadline_stops_a_huge_nest_in_bounded_memory():
+    """2**41 micro-ops: the model stops at the deadline, inside the nest, without growing."""
+    rig = Rig()
+    huge = GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=DEFAULT.UOP_BUFF_DEPTH,
+                    iter_out=(1 << 14) - 1, iter_in=(1 << 14) - 1)
+    tracemalloc.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(golden.RunTimeoutError) as info:
+            rig.run([load(MemId.INP, 0, 0, 0, 0, 0, push_next_dep=1),
+                     huge.replace(pop_prev_dep=1), FINISH], deadline=start + 0.5)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 0.5 <= time.monotonic() - start < 2.5
+    assert peak < 64 << 20, f"peak {peak >> 20} MiB"
+    assert (info.value.module, info.value.index) == ("compute", 1)
+    assert str(info.value) == ("instruction 1 (compute): the run passed its deadline inside "
+                               "its loop nest")
+    c = rig.model.counters  # what retired before: the LOAD, not the GEMM
+    assert (c.load_insns, c.compute_insns, c.gemm_uops, c.tokens["l2g"]) == (1, 0, 0, 1)
+    assert rig.model.tokens == {"l2g": 1, "g2l": 0, "g2s": 0, "s2g": 0}
+
+
+def test_deadline_is_checked_between_instructions():
+    rig = Rig()
+    with pytest.raises(golden.RunTimeoutError, match=r"^instruction 0 \(load\): the run passed "
+                       r"its deadline$"):
+        rig.run([load(MemId.INP, 0, 0, 0, 0, 0), FINISH], deadline=time.monotonic() - 1)
+    assert rig.model.counters.load_insns == 0

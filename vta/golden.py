@@ -10,9 +10,13 @@ stream that forgets a token misbehaves here as it would on hardware instead of
 passing by the luck of a serial order; a stream whose tokens cannot all be
 satisfied raises :class:`~vta.errors.DeadlockError` naming each stuck engine.
 
-GEMM and ALU instructions execute whole loop nests with vectorised NumPy.
-Every program fault of decision 7 raises :class:`~vta.errors.ExecutionError`
-with the instruction index, the engine and the field.
+GEMM and ALU instructions execute whole loop nests with vectorised NumPy,
+through *plans* (see "compute" below); nests larger than
+:data:`CHUNK_UOPS` micro-ops run in pieces, so memory stays bounded whatever the
+loop counts.  Every program fault of decision 7 raises
+:class:`~vta.errors.ExecutionError` with the instruction index, the engine and
+the field.  A run given a ``deadline`` stops with :class:`RunTimeoutError` once the
+clock passes it (checked between instructions and between pieces of a nest).
 
 No simulator or device import happens here: the model depends on NumPy and the
 ISA tables only.
@@ -20,15 +24,17 @@ ISA tables only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .config import TOKEN_QUEUE_DEPTH, Config
-from .errors import DeadlockError, ErrorCode, ExecutionError
+from .errors import DeadlockError, DeviceTimeoutError, ErrorCode, ExecutionError
 from .isa import (
     DEFINED_OPCODES,
+    DEP_FLAGS,
     INSN_BYTES,
     AluInsn,
     AluOp,
@@ -66,6 +72,16 @@ QUEUES = ("l2g", "g2l", "g2s", "s2g")
 #: Loadable memory types -> (scratchpad written, counter prefix).
 _LOAD_TYPES = {MemId.INP: ("inp", "inp"), MemId.WGT: ("wgt", "wgt"), MemId.UOP: ("uop", "uop"),
                MemId.ACC: ("acc", "acc"), MemId.ACC_8BIT: ("acc", "acc8")}
+
+#: Opcodes (3 bits) that exist, and memory types (3 bits) a LOAD sends to the load engine.
+_DEFINED = np.isin(np.arange(8), sorted(DEFINED_OPCODES))
+_TO_LOAD_ENGINE = np.isin(np.arange(8), [MemId.INP, MemId.WGT])
+#: Distinct instruction words whose decoding a model keeps (beyond it the cache is emptied).
+_DECODED_MAX = 1 << 16
+#: Largest number of micro-ops one plan covers; bigger GEMM/ALU nests run in pieces.
+CHUNK_UOPS = 1 << 16
+#: Micro-ops the cached plans of one model may cover in all (beyond it the cache is emptied).
+PLAN_CACHE_UOPS = 1 << 21
 
 
 def dispatch_engine(insn: Insn) -> str:
@@ -111,8 +127,22 @@ class TraceEvent:
     pushed: tuple[str, ...]
 
 
+class RunTimeoutError(DeviceTimeoutError):
+    """A run passed its deadline; it stopped in instruction ``index`` of engine ``module``."""
+
+    def __init__(self, message: str, *, module: str, index: int):
+        super().__init__(message)
+        self.module = module
+        self.index = index
+
+
 class Scratchpads:
-    """The on-chip buffers, each a byte array with a typed element view."""
+    """The on-chip buffers, each a typed element array plus flat views of the same memory.
+
+    ``uop`` is (depth,) uint32; ``inp``/``wgt``/``acc``/``out`` are (depth,
+    rows, lanes).  ``raw[name]`` views a buffer as (depth, element bytes)
+    uint8; ``acc2``/``out2`` view ACC/OUT as (depth, BATCH x BLOCK_OUT).
+    """
 
     def __init__(self, cfg: Config):
         b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
@@ -121,11 +151,15 @@ class Scratchpads:
         self.wgt = np.zeros((cfg.WGT_BUFF_DEPTH, bo, bi), dtype=np.int8)
         self.acc = np.zeros((cfg.ACC_BUFF_DEPTH, b, bo), dtype=np.int32)
         self.out = np.zeros((cfg.OUT_BUFF_DEPTH, b, bo), dtype=np.int8)
+        self.raw = {name: arr.view(np.uint8).reshape(arr.shape[0], -1)
+                    for name, arr in self.buffers().items()}
+        self.acc2 = self.acc.reshape(cfg.ACC_BUFF_DEPTH, b * bo)
+        self.out2 = self.out.reshape(cfg.OUT_BUFF_DEPTH, b * bo)
 
-    def raw(self, name: str) -> np.ndarray:
-        """Buffer ``name`` viewed as (depth, element bytes) uint8."""
-        arr = getattr(self, name)
-        return arr.view(np.uint8).reshape(arr.shape[0], -1)
+    def buffers(self) -> dict[str, np.ndarray]:
+        """The five buffers by name."""
+        return {"uop": self.uop, "inp": self.inp, "wgt": self.wgt, "acc": self.acc,
+                "out": self.out}
 
 
 class GoldenModel:
@@ -138,6 +172,14 @@ class GoldenModel:
     memory : numpy.ndarray or int
         Device DRAM as a writable 1-D ``uint8`` array (shared, not copied), or
         its size in bytes (default 256 MiB, zero-filled lazily by the OS).
+
+    Attributes
+    ----------
+    counters : Counters
+        Counters of the current or last run, as far as it got: an instruction
+        counts once it retires (after a fault, what retired before it).
+    tokens : dict[str, int]
+        Tokens in each queue now (after a run: what it left behind).
     """
 
     def __init__(self, cfg: Config, memory: np.ndarray | int = 1 << 28):
@@ -148,50 +190,96 @@ class GoldenModel:
             raise TypeError("memory must be a 1-D uint8 numpy array")
         self.mem = memory
         self.sp = Scratchpads(cfg)
-        self._uop_fields = _uop_field_masks(cfg)
+        self.counters = Counters()
+        self.tokens = dict.fromkeys(QUEUES, 0)
+        self._mem_type_lo = next(f.lo for f in layout("mem", cfg) if f.name == "memory_type")
         self._plans: dict = {}
+        self._nests: dict = {}  # whole one-piece nests: loop fields + micro-ops -> pieces
+        self._decoded: dict[int, Insn] = {}  # instruction word -> decoded instruction (shared)
+        self._plan_uops = 0
+        flags = [f for f in layout("generic", cfg) if f.name in DEP_FLAGS]
+        self._flags_lo = flags[0].lo  # the four flags are consecutive bits, in DEP_FLAGS order
+        self._depth = {name: arr.shape[0] for name, arr in self.sp.buffers().items()}
+        self._elem_bytes = {name: raw.shape[1] for name, raw in self.sp.raw.items()}
+        uop_fields = layout("uop", cfg)
+        self._nest_fields = {  # kind -> (fields used, their shifts, masks, buffer depths)
+            kind: (used,
+                   np.array([[uop_fields[f].lo] for f in used], dtype=np.uint32),
+                   np.array([[(1 << uop_fields[f].width) - 1] for f in used], dtype=np.uint32),
+                   tuple(self._depth[buf.lower()] for buf in _FIELD_BUFFER[kind]))
+            for kind, used in _NEST_FIELDS.items()}
 
     # ------------------------------------------------------------------ run
     def run(self, insn_addr: int, insn_count: int, *,
-            trace: Callable[[TraceEvent], None] | None = None) -> Counters:
+            trace: Callable[[TraceEvent], None] | None = None,
+            deadline: float | None = None) -> Counters:
         """Execute ``insn_count`` instructions fetched from byte address ``insn_addr``.
 
-        Returns the run's :class:`Counters`.  Raises :class:`ExecutionError`
-        for a program fault and :class:`DeadlockError` for unsatisfiable tokens.
+        ``deadline`` is a :func:`time.monotonic` time after which the run stops
+        with :class:`RunTimeoutError`.  ``trace`` is called with a
+        :class:`TraceEvent` for every retired instruction.  Returns the run's
+        :class:`Counters`.  Raises :class:`ExecutionError` for a program fault
+        and :class:`DeadlockError` for unsatisfiable tokens.
         """
-        insns = self.fetch(insn_addr, insn_count)
-        queues: dict[str, list[int]] = {e: [] for e in ENGINES}
-        for index, insn in enumerate(insns):
-            queues[dispatch_engine(insn)].append(index)
-        tokens = dict.fromkeys(QUEUES, 0)
-        counters = Counters()
-        heads = dict.fromkeys(ENGINES, 0)
+        self.counters = counters = Counters()
+        self.tokens = tokens = dict.fromkeys(QUEUES, 0)
+        words, queues = self.fetch(insn_addr, insn_count)
+        cfg, flags_lo = self.cfg, self._flags_lo
+        positions = dict.fromkeys(ENGINES, 0)  # next position in each engine's queue
+        heads: dict[str, tuple[int, Insn, _Links]] = {}  # decoded, not yet retired
+        decoded = self._decoded
+        if len(decoded) > _DECODED_MAX:
+            decoded.clear()
+        retired = dict.fromkeys(ENGINES, 0)
         finished = False
-        while True:
-            progress = False
-            for engine in ENGINES:
-                if heads[engine] >= len(queues[engine]):
-                    continue
-                index = queues[engine][heads[engine]]
-                insn = insns[index]
-                popped = self._try_pop(engine, index, insn, tokens)
-                if popped is None:
-                    continue
-                self._execute(engine, index, insn, counters)
-                pushed = self._push(engine, index, insn, tokens, counters)
-                setattr(counters, f"{engine}_insns", getattr(counters, f"{engine}_insns") + 1)
-                finished |= insn.opcode == Opcode.FINISH
-                heads[engine] += 1
-                progress = True
-                if trace is not None:
-                    trace(TraceEvent(engine, index, insn, popped, pushed))
-            if not progress:
-                break
-        stuck = {}
-        for engine in ENGINES:
-            if heads[engine] < len(queues[engine]):
-                index = queues[engine][heads[engine]]
-                stuck[engine] = (index, self._blocking_queue(engine, insns[index], tokens))
+        try:
+            while True:
+                progress = False
+                for engine in ENGINES:
+                    head = heads.get(engine)
+                    if head is None:
+                        if positions[engine] == queues[engine].size:
+                            continue
+                        index = int(queues[engine][positions[engine]])
+                        low, high = words[index].tolist()
+                        links = _LINKS[engine][(low >> flags_lo) & 0xF]
+                        if links.forbidden:
+                            raise _forbidden_flag(engine, index, links.forbidden)
+                        word = low | high << 64
+                        insn = decoded.get(word)
+                        if insn is None:
+                            insn = decoded[word] = decode_word(word, cfg)
+                        head = heads[engine] = (index, insn, links)
+                    index, insn, links = head
+                    if any(tokens[q] == 0 for q in links.pops):
+                        continue
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise RunTimeoutError(
+                            f"instruction {index} ({engine}): the run passed its deadline",
+                            module=engine, index=index)
+                    effect = self._execute(engine, index, insn, deadline)
+                    self._push(engine, index, links)
+                    for q in links.pops:
+                        tokens[q] -= 1
+                    if effect is not None:
+                        name, amount = effect
+                        setattr(counters, name, getattr(counters, name) + amount)
+                    retired[engine] += 1
+                    finished |= insn.opcode == Opcode.FINISH
+                    positions[engine] += 1
+                    del heads[engine]
+                    progress = True
+                    if trace is not None:
+                        trace(TraceEvent(engine, index, insn, links.pops,
+                                         tuple(q for q, _ in links.pushes)))
+                if not progress:
+                    break
+        finally:
+            counters.load_insns, counters.compute_insns, counters.store_insns = (
+                retired[e] for e in ENGINES)
+        stuck = {engine: (heads[engine][0], next(q for q in heads[engine][2].pops
+                                                 if tokens[q] == 0))
+                 for engine in ENGINES if engine in heads}
         if stuck:
             detail = "; ".join(
                 f"{engine} at instruction {index} waits on {queue} (empty)"
@@ -205,8 +293,15 @@ class GoldenModel:
                 code=ErrorCode.NO_FINISH)
         return counters
 
-    def fetch(self, insn_addr: int, insn_count: int) -> list[Insn]:
-        """Read and decode the instruction stream (the fetch engine)."""
+    def fetch(self, insn_addr: int, insn_count: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Read the instruction stream and dispatch it (the fetch engine).
+
+        Returns the stream as (insn_count, 2) little-endian 64-bit words (a
+        copy: a run that stores over its own stream still executes what was
+        fetched) and, per engine, the indices of its instructions in order.
+        An undefined opcode anywhere faults here, before anything executes;
+        instructions are decoded one at a time as their engine reaches them.
+        """
         if insn_count < 0:
             raise ExecutionError(f"insn_count must be >= 0, not {insn_count}",
                                  module="fetch", field="insn_count")
@@ -215,110 +310,86 @@ class GoldenModel:
             raise ExecutionError(
                 f"fetch: instructions at 0x{insn_addr:x}..0x{end:x} lie outside device memory "
                 f"(0x{self.mem.size:x} bytes)", module="fetch", field="insn_addr")
-        raw = self.mem[insn_addr:end].tobytes()
-        insns = []
-        for index in range(insn_count):
-            word = int.from_bytes(raw[index * INSN_BYTES:(index + 1) * INSN_BYTES], "little")
-            insn = decode_word(word, self.cfg)
-            if insn.opcode not in DEFINED_OPCODES:
-                raise ExecutionError(
-                    f"instruction {index} (fetch): undefined opcode {insn.opcode}",
-                    module="fetch", index=index, field="opcode")
-            insns.append(insn)
-        return insns
+        words = self.mem[insn_addr:end].copy().view("<u8").reshape(insn_count, 2)
+        opcodes = (words[:, 0] & 0x7).astype(np.intp)
+        undefined = np.flatnonzero(~_DEFINED[opcodes])
+        if undefined.size:
+            index = int(undefined[0])
+            raise ExecutionError(
+                f"instruction {index} (fetch): undefined opcode {int(opcodes[index])}",
+                module="fetch", index=index, field="opcode")
+        memory_type = ((words[:, 0] >> np.uint64(self._mem_type_lo)) & 0x7).astype(np.intp)
+        to_load = (opcodes == Opcode.LOAD) & _TO_LOAD_ENGINE[memory_type]
+        to_store = opcodes == Opcode.STORE
+        queues = {"load": np.flatnonzero(to_load), "store": np.flatnonzero(to_store),
+                  "compute": np.flatnonzero(~(to_load | to_store))}
+        return words, queues
 
     # -------------------------------------------------------------- tokens
-    @staticmethod
-    def _check_flags(engine: str, index: int, insn: Insn) -> None:
-        for flag in FORBIDDEN_FLAGS[engine]:
-            if getattr(insn, flag):
+    def _push(self, engine: str, index: int, links: _Links) -> None:
+        for q, flag in links.pushes:
+            if self.tokens[q] >= TOKEN_QUEUE_DEPTH:
                 raise ExecutionError(
-                    f"instruction {index} ({engine}): {flag} is set, but the {engine} engine "
-                    f"has no {'previous' if 'prev' in flag else 'next'} stage",
-                    module=engine, index=index, field=flag)
-
-    def _try_pop(self, engine: str, index: int, insn: Insn,
-                 tokens: dict[str, int]) -> tuple[str, ...] | None:
-        self._check_flags(engine, index, insn)
-        wanted = [POP_QUEUE[(engine, f)] for f in ("pop_prev_dep", "pop_next_dep")
-                  if getattr(insn, f)]
-        if any(tokens[q] == 0 for q in wanted):
-            return None
-        for q in wanted:
-            tokens[q] -= 1
-        return tuple(wanted)
-
-    @staticmethod
-    def _blocking_queue(engine: str, insn: Insn, tokens: dict[str, int]) -> str:
-        for f in ("pop_prev_dep", "pop_next_dep"):
-            if getattr(insn, f) and tokens[POP_QUEUE[(engine, f)]] == 0:
-                return POP_QUEUE[(engine, f)]
-        return "?"
-
-    @staticmethod
-    def _push(engine: str, index: int, insn: Insn, tokens: dict[str, int],
-              counters: Counters) -> tuple[str, ...]:
-        pushed = []
-        for f in ("push_prev_dep", "push_next_dep"):
-            if getattr(insn, f):
-                q = PUSH_QUEUE[(engine, f)]
-                if tokens[q] >= TOKEN_QUEUE_DEPTH:
-                    raise ExecutionError(
-                        f"instruction {index} ({engine}): {f} overflows token queue {q} "
-                        f"(capacity {TOKEN_QUEUE_DEPTH})", module=engine, index=index, field=f,
-                        code=ErrorCode.TOKEN_OVERFLOW)
-                tokens[q] += 1
-                counters.tokens[q] += 1
-                pushed.append(q)
-        return tuple(pushed)
+                    f"instruction {index} ({engine}): {flag} overflows token queue {q} "
+                    f"(capacity {TOKEN_QUEUE_DEPTH})", module=engine, index=index, field=flag,
+                    code=ErrorCode.TOKEN_OVERFLOW)
+        for q, _ in links.pushes:
+            self.tokens[q] += 1
+            self.counters.tokens[q] += 1
 
     # ----------------------------------------------------------- execution
-    def _execute(self, engine: str, index: int, insn: Insn, counters: Counters) -> None:
+    def _execute(self, engine: str, index: int, insn: Insn,
+                 deadline: float | None) -> tuple[str, int] | None:
+        """Execute one instruction; return the counter it adds to once it retires, and how much."""
         op = insn.opcode
         if op == Opcode.LOAD:
-            self._load(engine, index, insn, counters)
-        elif op == Opcode.STORE:
-            self._store(index, insn, counters)
-        elif op == Opcode.GEMM:
-            self._gemm(index, insn, counters)
-        elif op == Opcode.ALU:
-            self._alu(index, insn, counters)
-        # FINISH has no effect besides its tokens.
+            return self._load(engine, index, insn)
+        if op == Opcode.STORE:
+            return self._store(index, insn)
+        if op == Opcode.GEMM:
+            return self._gemm(index, insn, deadline)
+        if op == Opcode.ALU:
+            return self._alu(index, insn, deadline)
+        return None  # FINISH has no effect besides its tokens.
 
     def _fault(self, engine: str, index: int, field: str, text: str) -> ExecutionError:
         return ExecutionError(f"instruction {index} ({engine}): {text}",
                               module=engine, index=index, field=field)
 
     def _dram_rows(self, engine: str, index: int, insn: MemInsn, elem_bytes: int) -> np.ndarray:
-        """Strided view (y_size, x_size * elem_bytes) of the DRAM rows of a LOAD/STORE."""
+        """View (y_size, x_size * elem_bytes) of the DRAM rows of a LOAD/STORE."""
         start = insn.dram_base * elem_bytes
         row_bytes = insn.x_size * elem_bytes
         stride = insn.x_stride * elem_bytes
-        end = start + (insn.y_size - 1) * stride + row_bytes if insn.y_size else start
+        rows = insn.y_size
+        end = start + (rows - 1) * stride + row_bytes if rows else start
         if end > self.mem.size:
             raise self._fault(
                 engine, index, "dram_base",
                 f"DRAM access 0x{start:x}..0x{end:x} (dram_base {insn.dram_base}, y_size "
-                f"{insn.y_size}, x_stride {insn.x_stride}) lies outside device memory "
+                f"{rows}, x_stride {insn.x_stride}) lies outside device memory "
                 f"(0x{self.mem.size:x} bytes)")
-        if insn.y_size > 1 and insn.x_stride < insn.x_size:
+        if rows <= 1 or stride == row_bytes:
+            return self.mem[start:start + rows * row_bytes].reshape(rows, row_bytes)
+        if stride < row_bytes:
             # Overlapping rows are legal for loads; build the view explicitly.
-            idx = start + np.arange(insn.y_size)[:, None] * stride + np.arange(row_bytes)
+            idx = start + np.arange(rows)[:, None] * stride + np.arange(row_bytes)
             return self.mem[idx]
+        if start + rows * stride <= self.mem.size:
+            return self.mem[start:start + rows * stride].reshape(rows, stride)[:, :row_bytes]
         return np.lib.stride_tricks.as_strided(
-            self.mem[start:], shape=(insn.y_size, row_bytes), strides=(stride, 1))
+            self.mem[start:], shape=(rows, row_bytes), strides=(stride, 1))
 
-    def _load(self, engine: str, index: int, insn: MemInsn, counters: Counters) -> None:
+    def _load(self, engine: str, index: int, insn: MemInsn) -> tuple[str, int] | None:
         mem_type = insn.memory_type
         if mem_type not in _LOAD_TYPES:
             what = "OUT cannot be loaded" if mem_type == MemId.OUT else "undefined"
             raise self._fault(engine, index, "memory_type",
                               f"LOAD memory_type {mem_type} ({what})")
         if insn.x_size == 0:
-            return  # sync no-op: only its flags matter
-        cfg = self.cfg
+            return None  # sync no-op: only its flags matter
         buf, counter = _LOAD_TYPES[mem_type]
-        depth = getattr(self.sp, buf).shape[0]
+        depth = self._depth[buf]
         x_total = insn.x_pad_0 + insn.x_size + insn.x_pad_1
         y_total = insn.y_pad_0 + insn.y_size + insn.y_pad_1
         if insn.sram_base + x_total * y_total > depth:
@@ -328,25 +399,25 @@ class GoldenModel:
                 f"{insn.sram_base + x_total * y_total - 1}, beyond the {depth}-entry "
                 f"{buf.upper()} buffer")
         if mem_type == MemId.ACC_8BIT:
-            elem_bytes = cfg.BATCH * cfg.BLOCK_OUT  # int8 lanes, widened on the way in
+            # int8 lanes, sign-extended into the int32 accumulator on the way in
+            sram = self.sp.acc2
+            elem_bytes = sram.shape[1]
+            rows = self._dram_rows(engine, index, insn, elem_bytes).view(np.int8)
         else:
-            elem_bytes = cfg.elem_bytes_of(buf.upper())
-        rows = self._dram_rows(engine, index, insn, elem_bytes)
-        block = np.zeros((y_total, x_total, elem_bytes), dtype=np.uint8)
-        block[insn.y_pad_0:insn.y_pad_0 + insn.y_size, insn.x_pad_0:insn.x_pad_0 + insn.x_size] = (
-            rows.reshape(insn.y_size, insn.x_size, elem_bytes))
-        sram = slice(insn.sram_base, insn.sram_base + x_total * y_total)
-        if mem_type == MemId.ACC_8BIT:
-            self.sp.acc[sram] = block.view(np.int8).reshape(-1, cfg.BATCH, cfg.BLOCK_OUT)
-        else:
-            self.sp.raw(buf)[sram] = block.reshape(-1, elem_bytes)
-        nbytes = insn.y_size * insn.x_size * elem_bytes
-        field = f"{counter}_load_bytes"
-        setattr(counters, field, getattr(counters, field) + nbytes)
+            elem_bytes = self._elem_bytes[buf]
+            rows = self._dram_rows(engine, index, insn, elem_bytes)
+            sram = self.sp.raw[buf]
+        block = sram[insn.sram_base:insn.sram_base + x_total * y_total].reshape(
+            y_total, x_total, -1)
+        if x_total != insn.x_size or y_total != insn.y_size:
+            block[...] = 0
+        block[insn.y_pad_0:insn.y_pad_0 + insn.y_size,
+              insn.x_pad_0:insn.x_pad_0 + insn.x_size] = rows.reshape(insn.y_size, insn.x_size, -1)
+        return f"{counter}_load_bytes", insn.y_size * insn.x_size * elem_bytes
 
-    def _store(self, index: int, insn: MemInsn, counters: Counters) -> None:
+    def _store(self, index: int, insn: MemInsn) -> tuple[str, int] | None:
         if insn.x_size == 0:
-            return  # sync no-op; memory_type is not checked (the runtime uses 0)
+            return None  # sync no-op; memory_type is not checked (the runtime uses 0)
         if insn.memory_type != MemId.OUT:
             raise self._fault("store", index, "memory_type",
                               f"STORE memory_type must be OUT (4), not {insn.memory_type}")
@@ -354,153 +425,267 @@ class GoldenModel:
             if getattr(insn, pad):
                 raise self._fault("store", index, pad,
                                   f"STORE {pad} must be 0, not {getattr(insn, pad)}")
-        depth = self.cfg.OUT_BUFF_DEPTH
+        depth = self._depth["out"]
         count = insn.x_size * insn.y_size
         if insn.sram_base + count > depth:
             raise self._fault(
                 "store", index, "sram_base",
                 f"STORE reads SRAM entries {insn.sram_base}..{insn.sram_base + count - 1}, "
                 f"beyond the {depth}-entry OUT buffer")
-        elem_bytes = self.cfg.OUT_ELEM_BYTES
-        src = self.sp.raw("out")[insn.sram_base:insn.sram_base + count]
+        elem_bytes = self._elem_bytes["out"]
+        src = self.sp.raw["out"][insn.sram_base:insn.sram_base + count]
         if insn.y_size > 1 and insn.x_stride < insn.x_size:
             # Overlapping destination rows: later rows win, as in a serial store.
+            self._dram_rows("store", index, insn, elem_bytes)  # bounds check
             for y in range(insn.y_size):
                 start = (insn.dram_base + y * insn.x_stride) * elem_bytes
-                self._dram_rows("store", index, insn, elem_bytes)  # bounds check
                 self.mem[start:start + insn.x_size * elem_bytes] = (
                     src[y * insn.x_size:(y + 1) * insn.x_size].reshape(-1))
         else:
             view = self._dram_rows("store", index, insn, elem_bytes)
             view[...] = src.reshape(insn.y_size, insn.x_size * elem_bytes)
-        counters.out_store_bytes += count * elem_bytes
+        return "out_store_bytes", count * elem_bytes
 
     # ------------------------------------------------------------- compute
-    # A GEMM/ALU instruction is turned into a *plan* (every index it touches,
-    # checked and grouped for vectorised execution) that depends only on the
-    # instruction's fields and the micro-ops it reads.  Plans are cached under
-    # exactly that key, so repeated instructions -- the norm in tiled layers --
-    # skip the index work; any change of fields or micro-ops makes a new plan.
+    # A GEMM/ALU instruction is a loop nest (iter_out x iter_in x micro-ops).
+    # Its *plan* holds every index the nest touches, grouped for vectorised
+    # execution, relative to a base per buffer: it depends only on the loop
+    # counts and factors and on the micro-ops' fields minus their smallest
+    # value.  Plans are cached under exactly that, so the repeated and shifted
+    # nests of a tiled layer (the same kernel at another tile or kernel
+    # position) share one plan and skip the index work; executing a plan adds
+    # the bases.  A nest of more than CHUNK_UOPS micro-ops runs as pieces of
+    # whole outer (or inner) iterations, in execution order, each its own
+    # nest; pieces of equal size share a plan.  A nest that fits one piece is
+    # also remembered whole (loop fields and micro-op words -> plan and
+    # bases), so a repeated instruction goes straight to execution.
 
-    def _plan(self, index: int, insn: GemmInsn | AluInsn, kind: str):
-        cfg = self.cfg
-        if insn.uop_end > cfg.UOP_BUFF_DEPTH:
-            raise self._fault("compute", index, "uop_end",
-                              f"{kind} uop_end {insn.uop_end} is beyond the "
-                              f"{cfg.UOP_BUFF_DEPTH}-entry micro-op buffer")
-        raw = self.sp.uop[insn.uop_bgn:insn.uop_end]
-        key = (tuple(insn.__dict__.values()), raw.tobytes())
-        try:
-            return self._plans[key]
-        except KeyError:
-            pass
-        plan = self._make_plan(index, insn, kind, raw)
-        if len(self._plans) >= _PLAN_CACHE_SIZE:
-            self._plans.clear()
-        self._plans[key] = plan
-        return plan
+    def _gemm(self, index: int, insn: GemmInsn, deadline: float | None) -> tuple[str, int] | None:
+        kind = "RESET" if insn.reset_reg else "GEMM"
+        count = self._run_nest(index, insn, kind, deadline)
+        return None if insn.reset_reg else ("gemm_uops", count)
 
-    def _make_plan(self, index: int, insn: GemmInsn | AluInsn, kind: str, raw: np.ndarray):
-        if insn.uop_end <= insn.uop_bgn or insn.iter_out == 0 or insn.iter_in == 0:
-            return None
-        cfg = self.cfg
-        fields = [((raw >> lo) & mask).astype(np.int64) for lo, mask in self._uop_fields]
-        loops = [(insn.iter_out, insn.dst_factor_out, insn.src_factor_out,
-                  getattr(insn, "wgt_factor_out", 0)),
-                 (insn.iter_in, insn.dst_factor_in, insn.src_factor_in,
-                  getattr(insn, "wgt_factor_in", 0))]
-        checks = [(1, cfg.ACC_BUFF_DEPTH, "dst_idx", "ACC")]
-        if kind == "GEMM" and not insn.reset_reg:
-            checks += [(2, cfg.INP_BUFF_DEPTH, "src_idx", "INP"),
-                       (3, cfg.WGT_BUFF_DEPTH, "wgt_idx", "WGT")]
-        elif kind == "ALU" and not insn.use_imm:
-            checks.append((2, cfg.ACC_BUFF_DEPTH, "src_idx", "ACC"))
-        for col, depth, name, buf in checks:
-            # factors are unsigned, so the largest index is at the last iteration
-            top = int(fields[col - 1].max()) + sum((lp[0] - 1) * lp[col] for lp in loops)
-            if top >= depth:
-                raise self._fault("compute", index, name,
-                                  f"{kind} {name} reaches {top} (micro-op field plus loop "
-                                  f"offsets), beyond the {depth}-entry {buf} buffer")
-        dst, src, wgt = fields
-        count = dst.size * insn.iter_out * insn.iter_in
-        if kind == "ALU":
-            return _AluPlan(_expand(dst, loops, 1),
-                            None if insn.use_imm else _expand(src, loops, 2),
-                            cfg.ACC_BUFF_DEPTH, count)
-        if insn.reset_reg:
-            return _ResetPlan(_expand(dst, loops, 1))
-        return _GemmPlan(dst, src, wgt, loops, cfg, count)
-
-    def _gemm(self, index: int, insn: GemmInsn, counters: Counters) -> None:
-        plan = self._plan(index, insn, "GEMM")
-        if plan is None:
-            return
-        if isinstance(plan, _ResetPlan):
-            self.sp.acc[plan.dst] = 0
-            return
-        plan.execute(self.sp)
-        counters.gemm_uops += plan.count
-
-    def _alu(self, index: int, insn: AluInsn, counters: Counters) -> None:
+    def _alu(self, index: int, insn: AluInsn, deadline: float | None) -> tuple[str, int]:
         if insn.alu_opcode not in _ALU_FUNCS:
             raise self._fault("compute", index, "alu_opcode",
                               f"undefined ALU opcode {insn.alu_opcode}")
-        plan = self._plan(index, insn, "ALU")
+        count = self._run_nest(index, insn, "ALU" if insn.use_imm else "ALU_SRC", deadline)
+        return "alu_uops", count
+
+    def _run_nest(self, index: int, insn: GemmInsn | AluInsn, kind: str,
+                  deadline: float | None) -> int:
+        """Check and execute one GEMM/ALU nest; return its micro-op count."""
+        if insn.uop_end > self._depth["uop"]:
+            raise self._fault("compute", index, "uop_end",
+                              f"{_KIND_NAME[kind]} uop_end {insn.uop_end} is beyond the "
+                              f"{self._depth['uop']}-entry micro-op buffer")
+        n_uops = insn.uop_end - insn.uop_bgn
+        if n_uops <= 0 or insn.iter_out == 0 or insn.iter_in == 0:
+            return 0  # an empty nest does nothing
+        raw = self.sp.uop[insn.uop_bgn:insn.uop_end]
+        gemm = isinstance(insn, GemmInsn)
+        factors = ((insn.dst_factor_out, insn.src_factor_out, insn.wgt_factor_out if gemm else 0),
+                   (insn.dst_factor_in, insn.src_factor_in, insn.wgt_factor_in if gemm else 0))
+        key = (kind, insn.iter_out, insn.iter_in, factors, raw.tobytes())
+        pieces = self._nests.get(key)
+        if pieces is None:
+            pieces = self._pieces(index, insn, kind, raw, factors)
+            if insn.iter_out * insn.iter_in * n_uops <= CHUNK_UOPS:
+                pieces = self._nests[key] = list(pieces)
+        for plan, bases in pieces:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise RunTimeoutError(f"instruction {index} (compute): the run passed its "
+                                      "deadline inside its loop nest", module="compute",
+                                      index=index)
+            plan.execute(self.sp, bases, insn)
+        return n_uops * insn.iter_out * insn.iter_in
+
+    def _pieces(self, index: int, insn: GemmInsn | AluInsn, kind: str, raw: np.ndarray,
+                factors) -> Iterator[tuple[object, list[int]]]:
+        """Check a nest's indices, then yield (plan, bases) for each piece in order."""
+        used, shifts, masks, depths = self._nest_fields[kind]
+        fields = ((raw >> shifts) & masks).astype(np.int64)  # (fields used, n_uops)
+        mins = fields.min(axis=1, keepdims=True)
+        rel = fields - mins
+        low = mins.ravel().tolist()
+        spans = rel.max(axis=1).tolist()
+        f_out = [factors[0][f] for f in used]
+        f_in = [factors[1][f] for f in used]
+        for k, f in enumerate(used):
+            # factors are unsigned, so the largest index is at the last iteration
+            top = low[k] + spans[k] + (insn.iter_out - 1) * f_out[k] + (insn.iter_in - 1) * f_in[k]
+            if top >= depths[k]:
+                name, buf = _FIELD_NAMES[f], _FIELD_BUFFER[kind][k]
+                raise self._fault("compute", index, name,
+                                  f"{_KIND_NAME[kind]} {name} reaches {top} (micro-op field "
+                                  f"plus loop offsets), beyond the {depths[k]}-entry {buf} buffer")
+        return self._piece_plans(kind, rel, low, f_out, f_in, raw.size, insn.iter_out,
+                                 insn.iter_in)
+
+    def _piece_plans(self, kind, rel, low, f_out, f_in, n_uops, iter_out, iter_in):
+        shape = rel.tobytes()
+        for o0, n_out, i0, n_in in _split(n_uops, iter_out, iter_in):
+            first = [low[k] + o0 * f_out[k] + i0 * f_in[k] for k in range(len(low))]
+            if kind == "ALU_SRC":  # dst and src both index ACC: one base keeps their distance
+                bases = [min(first)] * 2
+                offsets = (first[0] - bases[0], first[1] - bases[1])
+            else:
+                bases, offsets = first, None
+            loops = ((n_out, *f_out), (n_in, *f_in))
+            yield self._plan(kind, loops, shape, offsets, rel), bases
+
+    def _plan(self, kind: str, loops, shape: bytes, offsets: tuple[int, int] | None,
+              rel: np.ndarray):
+        """The cached plan of a nest; built from the relative micro-op fields on a miss.
+
+        ``offsets`` (ALU with a source) place dst and src relative to their common base.
+        """
+        key = (kind, loops, shape, offsets)
+        plan = self._plans.get(key)
         if plan is None:
-            return
-        if insn.use_imm and insn.alu_opcode == AluOp.SHR and 0 <= insn.imm <= 31:
-            func = np.right_shift  # the common case, without SHR's general selects
-        else:
-            func = _ALU_FUNCS[insn.alu_opcode]
-        acc, out = self.sp.acc, self.sp.out
-        imm = np.int32(insn.imm)
-        for d, s in plan.segments:
-            y = imm if s is None else acc[s]
-            with np.errstate(over="ignore"):
-                result = func(acc[d], y).astype(np.int32, copy=False)
-            acc[d] = result
-            out[d] = result.astype(np.int8)
-        counters.alu_uops += plan.count
+            if offsets is not None:
+                rel = rel + np.array(offsets)[:, None]
+            plan = _PLAN_CLASSES[kind](rel, loops, self.cfg)
+            count = rel.shape[1] * loops[0][0] * loops[1][0]
+            if self._plan_uops + count > PLAN_CACHE_UOPS or len(self._plans) >= 4096:
+                self._plans.clear()
+                self._nests.clear()
+                self._plan_uops = 0
+            self._plans[key] = plan
+            self._plan_uops += count
+        return plan
 
 
-_PLAN_CACHE_SIZE = 4096
+# ----------------------------------------------------------------- nest helpers
+#: Micro-op fields (0 dst, 1 src, 2 wgt) each kind of nest reads.
+_NEST_FIELDS = {"GEMM": (0, 1, 2), "RESET": (0,), "ALU": (0,), "ALU_SRC": (0, 1)}
+_FIELD_NAMES = ("dst_idx", "src_idx", "wgt_idx")
+_KIND_NAME = {"GEMM": "GEMM", "RESET": "GEMM", "ALU": "ALU", "ALU_SRC": "ALU"}
+_FIELD_BUFFER = {"GEMM": ("ACC", "INP", "WGT"), "RESET": ("ACC",), "ALU": ("ACC",),
+                 "ALU_SRC": ("ACC", "ACC")}
+
+
+@dataclass(frozen=True)
+class _Links:
+    """What an engine does with an instruction's four dependency flags."""
+
+    pops: tuple[str, ...]  # queues popped, in flag order
+    pushes: tuple[tuple[str, str], ...]  # (queue, flag) pushed, in flag order
+    forbidden: str | None  # the first flag set that the engine does not have
+
+
+def _links(engine: str, flags: int) -> _Links:
+    """The links of an instruction of ``engine`` whose flag bits (DEP_FLAGS order) are ``flags``."""
+    names = [f for i, f in enumerate(DEP_FLAGS) if flags >> i & 1]
+    forbidden = next((f for f in names if f in FORBIDDEN_FLAGS[engine]), None)
+    return _Links(tuple(POP_QUEUE[(engine, f)] for f in names if (engine, f) in POP_QUEUE),
+                  tuple((PUSH_QUEUE[(engine, f)], f) for f in names if (engine, f) in PUSH_QUEUE),
+                  forbidden)
+
+
+#: _LINKS[engine][flag bits]: every combination, worked out once.
+_LINKS = {engine: [_links(engine, flags) for flags in range(16)] for engine in ENGINES}
+
+
+def _forbidden_flag(engine: str, index: int, flag: str) -> ExecutionError:
+    return ExecutionError(
+        f"instruction {index} ({engine}): {flag} is set, but the {engine} engine has no "
+        f"{'previous' if 'prev' in flag else 'next'} stage", module=engine, index=index,
+        field=flag)
+
+
+def _split(n_uops: int, iter_out: int, iter_in: int) -> Iterator[tuple[int, int, int, int]]:
+    """``(first outer, outer count, first inner, inner count)`` of each piece of a nest.
+
+    Pieces follow the execution order and hold at most :data:`CHUNK_UOPS`
+    micro-ops (at least one iteration of both loops).
+    """
+    if n_uops * iter_out * iter_in <= CHUNK_UOPS:
+        yield 0, iter_out, 0, iter_in
+    elif n_uops * iter_in <= CHUNK_UOPS:
+        step = CHUNK_UOPS // (n_uops * iter_in)
+        for o0 in range(0, iter_out, step):
+            yield o0, min(step, iter_out - o0), 0, iter_in
+    else:
+        step = max(1, CHUNK_UOPS // n_uops)
+        for o in range(iter_out):
+            for i0 in range(0, iter_in, step):
+                yield o, 1, i0, min(step, iter_in - i0)
+
+
+def _grid(loops, col: int) -> np.ndarray:
+    """Offsets of field ``col`` over the loops, in loop order (first loop outermost)."""
+    off = np.zeros(1, dtype=np.int64)
+    for n, *factors in loops:
+        off = (off[:, None] + np.arange(n, dtype=np.int64) * factors[col]).reshape(-1)
+    return off
 
 
 def _expand(base: np.ndarray, loops, col: int) -> np.ndarray:
     """Indices of one micro-op field over the whole nest, in execution order (o, i, u)."""
-    (n_out, *f_out), (n_in, *f_in) = loops
-    o = np.arange(n_out, dtype=np.int64)[:, None, None] * f_out[col - 1]
-    i = np.arange(n_in, dtype=np.int64)[None, :, None] * f_in[col - 1]
-    return (base[None, None, :] + o + i).reshape(-1)
+    return (_grid(loops, col)[:, None] + base[None, :]).reshape(-1)
 
 
-@dataclass
-class _ResetPlan:
-    dst: np.ndarray
-
-
-class _AluPlan:
-    """ALU nest split into segments that are each free of read-after-write hazards."""
-
-    def __init__(self, dst: np.ndarray, src: np.ndarray | None, depth: int, count: int):
-        self.count = count
-        self.segments = []
-        start, n = 0, dst.size
-        while start < n:
-            stop = start + _hazard_free_prefix(
-                dst[start:], None if src is None else src[start:], depth)
-            self.segments.append((dst[start:stop], None if src is None else src[start:stop]))
-            start = stop
-
-
-def _uop_field_masks(cfg: Config) -> tuple[tuple[int, int], ...]:
-    return tuple((f.lo, (1 << f.width) - 1) for f in layout("uop", cfg))
+def _index(values: np.ndarray) -> slice | np.ndarray:
+    """``values`` as a slice when they are consecutive ascending integers (a cheap view)."""
+    n = values.size
+    first = int(values[0]) if n else 0
+    if n and int(values[-1]) - first == n - 1 and (n == 1 or (np.diff(values) == 1).all()):
+        return slice(first, first + n)
+    return values
 
 
 def _wrap32(values: np.ndarray) -> np.ndarray:
     """Low 32 bits of int64 values, as int32 (two's complement)."""
     return (values & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+# ------------------------------------------------------------------------ plans
+class _ResetPlan:
+    """GEMM with reset_reg: the nest's ACC entries become 0 (OUT is left alone)."""
+
+    def __init__(self, rel: np.ndarray, loops, cfg: Config):
+        dst = _index(_expand(rel[0], loops, 0))
+        self.dst = dst if isinstance(dst, slice) else _index(_index_set(dst)[0])
+
+    def execute(self, sp: Scratchpads, bases, insn: GemmInsn) -> None:
+        sp.acc2[bases[0]:][self.dst] = 0
+
+
+class _AluPlan:
+    """ALU nest split into segments that are each free of read-after-write hazards.
+
+    Executed segment by segment, in order, which gives the serial semantics of a
+    one-micro-op-at-a-time machine (see :func:`_hazard_free_prefix`).
+    """
+
+    def __init__(self, rel: np.ndarray, loops, cfg: Config):
+        dst = _expand(rel[0], loops, 0)
+        src = _expand(rel[1], loops, 1) if rel.shape[0] > 1 else None
+        self.segments = []
+        if src is None and isinstance(_index(dst), slice):  # distinct entries: no hazard
+            self.segments.append((_index(dst), None))
+            return
+        depth = int(dst.max() if src is None else max(dst.max(), src.max())) + 1
+        start, n = 0, dst.size
+        while start < n:
+            stop = start + _hazard_free_prefix(
+                dst[start:], None if src is None else src[start:], depth)
+            self.segments.append((_index(dst[start:stop]),
+                                  None if src is None else _index(src[start:stop])))
+            start = stop
+
+    def execute(self, sp: Scratchpads, bases, insn: AluInsn) -> None:
+        if insn.use_imm and insn.alu_opcode == AluOp.SHR and 0 <= insn.imm <= 31:
+            func = np.right_shift  # the common case, without SHR's general selects
+        else:
+            func = _ALU_FUNCS[insn.alu_opcode]
+        acc, out = sp.acc2[bases[0]:], sp.out2[bases[0]:]
+        imm = np.int32(insn.imm)
+        for d, s in self.segments:
+            # int32 arithmetic on arrays wraps modulo 2**32, as the hardware does
+            acc[d] = func(acc[d], imm if s is None else acc[s])
+            out[d] = acc[d]
 
 
 def _shr(x: np.ndarray, y) -> np.ndarray:
@@ -511,7 +696,6 @@ def _shr(x: np.ndarray, y) -> np.ndarray:
     return np.where(y >= 0, right, np.where(y <= -32, np.int32(0), left))
 
 
-# int32 arithmetic on arrays wraps modulo 2**32, which is the hardware's behaviour.
 _ALU_FUNCS: dict[int, Callable] = {
     AluOp.MIN: np.minimum,
     AluOp.MAX: np.maximum,
@@ -541,87 +725,88 @@ def _hazard_free_prefix(dst: np.ndarray, src: np.ndarray | None, depth: int) -> 
 class _GemmPlan:
     """Exact GEMM of one loop nest, regrouped into a few large matrix products.
 
-    GEMM only reads INP and WGT, so its order does not matter.  Loop axes whose
-    dst factor is 0 (or that run once) are reductions: for every (micro-op,
-    parallel position) pair the input rows along the reduction axes are
-    concatenated into one K-long row, and so are the weight tiles, so each pair
-    is one dot product of length K = reductions x BLOCK_IN.  The distinct input
-    rows and weight columns are gathered once; when most of their combinations
-    are needed a single BLAS product computes them all, otherwise pairs are
-    grouped by weight.  Products are exact: float32 while K * 2**14 < 2**24,
-    float64 beyond; sums wrap to int32 like the hardware.
+    GEMM only reads INP and WGT and adds into ACC, so its order does not matter
+    (addition modulo 2**32 is associative).  Loop axes whose dst factor is 0
+    (or that run once) are reductions: for every (micro-op, parallel position)
+    pair the input rows along the reduction axes are concatenated into one
+    K-long row, and so are the weight tiles, so each pair is one dot product of
+    length K = reductions x BLOCK_IN.  The distinct input rows and weight tiles
+    are gathered once; when most of their combinations are needed a single BLAS
+    product computes them all and the pairs are picked from it, otherwise pairs
+    are grouped by weight.  Pairs are kept in destination order, so the sums
+    of pairs sharing a destination are contiguous and a run of consecutive
+    destinations updates ACC through a slice.  Products are exact: float32
+    while K * 2**14 < 2**24, float64 beyond; sums wrap to int32 like the
+    hardware.
     """
 
-    def __init__(self, dst, src, wgt, loops, cfg: Config, count: int):
-        self.count = count
+    def __init__(self, rel: np.ndarray, loops, cfg: Config):
+        dst, src, wgt = rel
         red = [lp for lp in loops if lp[0] > 1 and lp[1] == 0]
         par = [lp for lp in loops if not (lp[0] > 1 and lp[1] == 0)]
-
-        def grid(lps, col):
-            off = np.zeros(1, dtype=np.int64)
-            for n, *factors in lps:
-                off = (off[:, None] + np.arange(n, dtype=np.int64) * factors[col - 1]).reshape(-1)
-            return off
-
-        # one pair per (micro-op, parallel position)
-        p_dst, p_src, p_wgt = (grid(par, c) for c in (1, 2, 3))
-        d = (dst[:, None] + p_dst).reshape(-1)
-        xs = (src[:, None] + p_src).reshape(-1)
-        ws = (wgt[:, None] + p_wgt).reshape(-1)
-        r_src, r_wgt = grid(red, 2), grid(red, 3)
+        # one pair per (micro-op, parallel position), sorted by destination
+        d, xs, ws = ((base[:, None] + _grid(par, c)).reshape(-1)
+                     for c, base in enumerate((dst, src, wgt)))
+        order = np.argsort(d, kind="stable")
+        d, xs, ws = d[order], xs[order], ws[order]
+        r_src, r_wgt = _grid(red, 1), _grid(red, 2)
         self.k = r_src.size * cfg.BLOCK_IN
         self.ftype = np.float32 if self.k * (1 << 14) < (1 << 24) else np.float64
-        x_keys, self.x_of = _index_set(xs, cfg.INP_BUFF_DEPTH)
-        w_keys, self.w_of = _index_set(ws, cfg.WGT_BUFF_DEPTH)
-        self.x_gather = x_keys[:, None] + r_src  # (nx, reductions)
-        self.w_gather = w_keys[:, None] + r_wgt  # (nw, reductions)
-        pairs = d.size
-        self.dense = x_keys.size * w_keys.size <= 4 * pairs
-        if not self.dense:
-            order = np.argsort(self.w_of, kind="stable")
-            bounds = np.flatnonzero(np.r_[True, np.diff(self.w_of[order]) != 0, True])
-            self.groups = [order[bounds[g]:bounds[g + 1]] for g in range(bounds.size - 1)]
-        present = np.bincount(d)
-        self.direct = present.max() == 1 and self.ftype is np.float32
-        if self.direct:
-            self.touched = d  # every destination once: no reduction needed
+        x_keys, self.x_of = _index_set(xs)
+        w_keys, self.w_of = _index_set(ws)
+        # INP / WGT entries read, (distinct rows x reductions) flattened: a slice if consecutive
+        self.nx, self.nw, self.reductions = x_keys.size, w_keys.size, r_src.size
+        self.x_rows = _index((x_keys[:, None] + r_src).reshape(-1))
+        self.w_rows = _index((w_keys[:, None] + r_wgt).reshape(-1))
+        self.pick = None
+        if x_keys.size * w_keys.size <= 4 * d.size:  # dense: one product, then pick pairs
+            self.pick = self.x_of * w_keys.size + self.w_of
         else:
-            self.touched = np.flatnonzero(present)
-            self.rank = (np.cumsum(present > 0) - 1)[d]
+            by_w = np.argsort(self.w_of, kind="stable")
+            bounds = np.concatenate(([0], np.flatnonzero(np.diff(self.w_of[by_w])) + 1,
+                                     [by_w.size]))
+            self.groups = [by_w[bounds[g]:bounds[g + 1]] for g in range(bounds.size - 1)]
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(d)) + 1))
+        self.sum_starts = None if starts.size == d.size else starts  # repeated destinations
+        self.dst = _index(d[starts])
 
-    def execute(self, sp: Scratchpads) -> None:
+    def execute(self, sp: Scratchpads, bases, insn: GemmInsn) -> None:
         b, bi = sp.inp.shape[1:]
         bo = sp.wgt.shape[1]
-        k, ftype = self.k, self.ftype
-        nx, nw = self.x_gather.shape[0], self.w_gather.shape[0]
+        k, ftype, nx, nw, red = self.k, self.ftype, self.nx, self.nw, self.reductions
         # (nx*b, K) inputs and (nw*bo, K) weights, K ordered (reduction step, lane)
-        x_mat = sp.inp[self.x_gather].transpose(0, 2, 1, 3).reshape(nx * b, k).astype(ftype)
-        w_mat = sp.wgt[self.w_gather].transpose(0, 2, 1, 3).reshape(nw * bo, k).astype(ftype)
-        if self.dense:
-            full = (x_mat @ w_mat.T).reshape(nx, b, nw, bo)
-            contrib = full[self.x_of, :, self.w_of, :]
+        x_mat = sp.inp[bases[1]:][self.x_rows].reshape(nx, red, b, bi).transpose(
+            0, 2, 1, 3).astype(ftype, order="C").reshape(nx * b, k)
+        w_mat = sp.wgt[bases[2]:][self.w_rows].reshape(nw, red, bo, bi).transpose(
+            0, 2, 1, 3).astype(ftype, order="C").reshape(nw * bo, k)
+        if self.pick is not None:
+            table = (x_mat @ w_mat.T).reshape(nx, b, nw, bo).transpose(0, 2, 1, 3)
+            contrib = np.take(table.reshape(nx * nw, b * bo), self.pick, axis=0)
         else:
-            contrib = np.empty((self.x_of.size, b, bo), dtype=ftype)
+            contrib = np.empty((self.x_of.size, b * bo), dtype=ftype)
             x3 = x_mat.reshape(nx, b, k)
             for rows in self.groups:
-                w = w_mat[self.w_of[rows[0]] * bo:(self.w_of[rows[0]] + 1) * bo]
-                contrib[rows] = x3[self.x_of[rows]] @ w.T
-        if self.direct:
+                w = self.w_of[rows[0]]
+                contrib[rows] = (x3[self.x_of[rows]] @ w_mat[w * bo:(w + 1) * bo].T).reshape(
+                    rows.size, b * bo)
+        if self.sum_starts is None and ftype is np.float32:
             sums = contrib.astype(np.int32)  # |value| < 2**24: exact
         else:
-            total = np.zeros((self.touched.size, b, bo), dtype=np.int64)
-            np.add.at(total, self.rank, contrib.astype(np.int64))
-            sums = _wrap32(total)
-        acc = sp.acc
-        with np.errstate(over="ignore"):
-            result = acc[self.touched] + sums  # int32 + int32 wraps like the hardware
-        acc[self.touched] = result
-        sp.out[self.touched] = result.astype(np.int8)
+            whole = contrib.astype(np.int64)
+            if self.sum_starts is not None:
+                whole = np.add.reduceat(whole, self.sum_starts, axis=0)
+            sums = _wrap32(whole)
+        acc, out = sp.acc2[bases[0]:], sp.out2[bases[0]:]
+        acc[self.dst] += sums  # int32 + int32 wraps like the hardware
+        out[self.dst] = acc[self.dst]
 
 
-def _index_set(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+_PLAN_CLASSES = {"GEMM": _GemmPlan, "RESET": _ResetPlan, "ALU": _AluPlan, "ALU_SRC": _AluPlan}
+
+
+def _index_set(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)`` for small non-negative ints, without sorting."""
-    present = np.zeros(bound, dtype=bool)
+    present = np.zeros(int(values.max()) + 1, dtype=bool)
     present[values] = True
     keys = np.flatnonzero(present)
     rank = np.cumsum(present) - 1

@@ -307,7 +307,25 @@ def encode(insn: Insn, cfg: Config) -> bytes:
 def decode_word(word: int, cfg: Config) -> Insn:
     """Decode a 128-bit integer into an instruction object."""
     cls = _CLASS_OF_OPCODE.get(word & 0x7, Insn)
-    return cls(**_unpack(word, _layout(cls.FORMAT, cfg)))
+    fields, signed = _decoder(cls, cfg)
+    values = [(word >> lo) & mask for lo, mask in fields]
+    for i, width in signed:
+        if values[i] >> (width - 1):
+            values[i] -= 1 << width
+    return cls(*values)
+
+
+def _decoder(cls: type[Insn], cfg: Config) -> tuple[tuple[tuple[int, int], ...],
+                                                    tuple[tuple[int, int], ...]]:
+    """``(lo, mask)`` of each field of ``cls`` in constructor order, and ``(position, width)``
+    of its signed fields (decode_word's table, built once per class and configuration)."""
+    cache = cfg.__dict__.setdefault("_isa_decoders", {})  # as _layout: cached beside cfg
+    if cls not in cache:
+        placed = {f.name: f for f in _layout(cls.FORMAT, cfg)}
+        order = [placed[f.name] for f in dataclasses.fields(cls)]
+        cache[cls] = (tuple((f.lo, (1 << f.width) - 1) for f in order),
+                      tuple((i, f.width) for i, f in enumerate(order) if f.signed))
+    return cache[cls]
 
 
 def decode(raw: bytes | bytearray | memoryview, cfg: Config) -> Insn:

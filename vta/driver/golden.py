@@ -3,24 +3,31 @@
 :class:`GoldenTransport` answers the register map of :mod:`vta.driver.regs`
 exactly as the hardware does -- identification, STATUS, ERR_INDEX, TOKENS,
 FETCH_INDEX and every counter -- and runs :class:`vta.golden.GoldenModel`
-synchronously when CTRL.START is written.  One model lives as long as the
-transport, so the scratchpads persist across runs as on hardware.  The model
-has no clock: the transport declares ``has_timing = False`` and its timing
-counters read 0 (the driver reports them as ``None``).  With ``trace`` the
-instructions each run retired are kept as :mod:`vta.trace` records, in the
-order the model retired them (:attr:`GoldenTransport.last_trace`).
+when CTRL.START is written: inside :meth:`~GoldenTransport.wait_idle`, which
+the driver calls with the run's timeout, or else at the next register or
+memory access.  One model lives as long as the transport, so the scratchpads
+persist across runs as on hardware.  The model has no clock: the transport
+declares ``has_timing = False`` and its timing counters read 0 (the driver
+reports them as ``None``).  With ``trace`` the instructions each run retired
+are kept as :mod:`vta.trace` records, in the order the model retired them
+(:attr:`GoldenTransport.last_trace`).
+
+A run still going when its timeout passes is stopped (between instructions,
+or between pieces of a large loop nest) and :meth:`wait_idle` raises
+:class:`~vta.errors.DeviceTimeoutError`; the device is then idle, holding
+whatever the stopped run had written.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
 
 from ..config import Config
-from ..errors import DeadlockError, DeviceError, ErrorCode, ExecutionError
-from ..golden import ENGINES, QUEUES, Counters, GoldenModel, TraceEvent
-from ..isa import MemId, Opcode
+from ..errors import DeadlockError, DeviceError, DeviceTimeoutError, ErrorCode, ExecutionError
+from ..golden import ENGINES, QUEUES, Counters, GoldenModel, RunTimeoutError, TraceEvent
 from . import regs
 from .host import NO_INDEX
 from .transport import Transport
@@ -71,7 +78,7 @@ class GoldenTransport(Transport):
         self._status = 0
         self._err_index = 0
         self._fetch_index = 0
-        self._events: list[TraceEvent] = []  # instructions retired by the current/last run
+        self._pending = False  # START written, the run not executed yet
         self._counters: dict[str, int] = {n: 0 for n, _ in regs.COUNTERS}
         self._detail: str | None = None
         self._closed = False
@@ -82,6 +89,7 @@ class GoldenTransport(Transport):
     # ---------------------------------------------------------- registers
     def read32(self, offset: int) -> int:
         self._check_offset(offset)
+        self._settle()
         if offset in self._const:
             return self._const[offset]
         if offset == regs.offset("STATUS"):
@@ -95,7 +103,7 @@ class GoldenTransport(Transport):
         if offset == regs.offset("INSN_COUNT"):
             return self._insn_count
         if offset == regs.offset("TOKENS"):
-            live = self._live_tokens()
+            live = self.model.tokens
             return sum(min(live[q], 255) << (8 * i) for i, q in enumerate(QUEUES))
         if offset == regs.offset("FETCH_INDEX"):
             return self._fetch_index
@@ -107,6 +115,7 @@ class GoldenTransport(Transport):
 
     def write32(self, offset: int, value: int) -> None:
         self._check_offset(offset)
+        self._settle()
         value &= _MASK32
         if offset == regs.offset("INSN_ADDR"):
             self._insn_addr = (self._insn_addr & ~_MASK32) | value
@@ -120,7 +129,8 @@ class GoldenTransport(Transport):
                 self._err_index = 0
                 self._detail = None
             if value & regs.CTRL_START and not self._status & regs.STATUS_BUSY:
-                self._start()
+                self._status = regs.STATUS_BUSY
+                self._pending = True
         # writes to read-only registers are ignored, as by the hardware
 
     @staticmethod
@@ -130,18 +140,37 @@ class GoldenTransport(Transport):
                               f" not 0x{offset:x}")
 
     # ---------------------------------------------------------------- run
-    def _start(self) -> None:
-        """Run the stream now (the model is synchronous) and set STATUS."""
-        self._counters = {n: 0 for n, _ in regs.COUNTERS}
+    def wait_idle(self, timeout: float) -> None:
+        """Execute the started run, stopping it after ``timeout`` seconds.
+
+        Raises :class:`~vta.errors.DeviceTimeoutError` when the run is
+        stopped; the device is idle afterwards (STATUS neither DONE nor ERROR)
+        and its counters, FETCH_INDEX and TOKENS describe where it stopped.
+        """
+        if not self._pending:
+            return
+        start = time.monotonic()
+        try:
+            self._run(deadline=start + timeout)
+        except RunTimeoutError as exc:
+            self._stopped(exc, time.monotonic() - start, timeout)
+
+    def _settle(self) -> None:
+        """Finish a started run before any other access (no deadline: nobody gave one)."""
+        if self._pending:
+            self._run(deadline=None)
+
+    def _run(self, deadline: float | None) -> None:
+        """Run the started stream and set STATUS, counters and FETCH_INDEX."""
+        self._pending = False
         self._fetch_index = 0
         self._detail = None
-        self._events = []
-        self._status = regs.STATUS_BUSY
+        events: list[TraceEvent] = []
         try:
-            # The model decodes the whole stream before dispatching: a fetch
-            # fault stops with nothing executed, anything else after it all.
-            counters = self.model.run(self._insn_addr, self._insn_count,
-                                      trace=self._events.append)
+            # The model checks and dispatches the whole stream before executing: a
+            # fetch fault stops with nothing executed, anything else after it all.
+            counters = self.model.run(self._insn_addr, self._insn_count, deadline=deadline,
+                                      trace=events.append if self.tracing else None)
         except DeadlockError as exc:
             self._fetch_index = self._insn_count
             module = next(e for e in ENGINES if e in exc.stuck)
@@ -152,31 +181,39 @@ class GoldenTransport(Transport):
             else:
                 self._fetch_index = self._insn_count
             self._fail(exc.module, exc.index, exc.code, str(exc))
+        except RunTimeoutError:
+            self._fetch_index = self._insn_count
+            self._set_counters(self.model.counters)
+            self._status = 0
+            raise
         else:
             self._fetch_index = self._insn_count
             self._set_counters(counters)
             self._status = regs.status_word(done=True)
-        if self.tracing:
-            from .. import trace as vtrace
+        finally:
+            if self.tracing:
+                self._keep_trace(events)
 
-            self.last_trace = vtrace.from_golden(self._events, self.cfg)
-            if self.trace_path is not None:
-                vtrace.append_trace(self.trace_path, self.last_trace)
+    def _keep_trace(self, events: list[TraceEvent]) -> None:
+        from .. import trace as vtrace
 
-    def _live_tokens(self) -> dict[str, int]:
-        live = dict.fromkeys(QUEUES, 0)
-        for event in self._events:
-            for q in event.popped:
-                live[q] -= 1
-            for q in event.pushed:
-                live[q] += 1
-        return live
+        self.last_trace = vtrace.from_golden(events, self.cfg)
+        if self.trace_path is not None:
+            vtrace.append_trace(self.trace_path, self.last_trace)
+
+    def _stopped(self, exc: RunTimeoutError, elapsed: float, timeout: float) -> None:
+        c = self.model.counters
+        tokens = " ".join(f"{q}={n}" for q, n in self.model.tokens.items())
+        retired = " ".join(f"{e}={getattr(c, f'{e}_insns')}" for e in ENGINES)
+        raise DeviceTimeoutError(
+            f"run of {self._insn_count} instructions at 0x{self._insn_addr:x} did not finish: "
+            f"the golden model was stopped after {elapsed:.3f} s (timeout {timeout} s) in "
+            f"instruction {exc.index} ({exc.module}); FETCH_INDEX={self._fetch_index}, tokens "
+            f"{tokens}, retired {retired}. The device is idle again; the stopped run's writes "
+            "to memory and scratchpads stay") from exc
 
     def _fail(self, module: str, index: int | None, code: ErrorCode, detail: str) -> None:
-        partial = Counters()  # what the engines retired before the fault
-        for event in self._events:
-            _count(partial, event, self.cfg)
-        self._set_counters(partial)
+        self._set_counters(self.model.counters)  # what the engines retired before the fault
         self._err_index = NO_INDEX if index is None else index
         self._detail = detail
         self._status = regs.status_word(error=True, module=module, code=code)
@@ -197,42 +234,18 @@ class GoldenTransport(Transport):
                               f"the {self.mem_size}-byte device memory")
 
     def mem_write(self, addr: int, data: bytes | bytearray | memoryview) -> None:
+        self._settle()
         src = np.frombuffer(data, dtype=np.uint8)
         self._check_range(addr, src.size)
         self.mem[addr:addr + src.size] = src
 
     def mem_read(self, addr: int, nbytes: int) -> bytes:
+        self._settle()
         self._check_range(addr, nbytes)
         return self.mem[addr:addr + nbytes].tobytes()
 
     def close(self) -> None:
         self._closed = True
-
-
-def _count(c: Counters, event: TraceEvent, cfg: Config) -> None:
-    """Accumulate the counters of one retired instruction (used for a run that faults)."""
-    insn = event.insn
-    setattr(c, f"{event.module}_insns", getattr(c, f"{event.module}_insns") + 1)
-    for q in event.pushed:
-        c.tokens[q] += 1
-    op = insn.opcode
-    if op in (Opcode.LOAD, Opcode.STORE) and insn.x_size:
-        n = insn.x_size * insn.y_size
-        if op == Opcode.STORE:
-            c.out_store_bytes += n * cfg.OUT_ELEM_BYTES
-        else:
-            name, size = {MemId.UOP: ("uop", cfg.UOP_ELEM_BYTES),
-                          MemId.INP: ("inp", cfg.INP_ELEM_BYTES),
-                          MemId.WGT: ("wgt", cfg.WGT_ELEM_BYTES),
-                          MemId.ACC: ("acc", cfg.ACC_ELEM_BYTES),
-                          MemId.ACC_8BIT: ("acc8", cfg.BATCH * cfg.BLOCK_OUT)}[insn.memory_type]
-            setattr(c, f"{name}_load_bytes", getattr(c, f"{name}_load_bytes") + n * size)
-    elif op in (Opcode.GEMM, Opcode.ALU) and insn.uop_end > insn.uop_bgn:
-        n = (insn.uop_end - insn.uop_bgn) * insn.iter_out * insn.iter_in
-        if op == Opcode.ALU:
-            c.alu_uops += n
-        elif not insn.reset_reg:
-            c.gemm_uops += n
 
 
 def open_transport(backend: str, cfg: Config, **options) -> GoldenTransport:
