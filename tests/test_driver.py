@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -199,6 +201,48 @@ def test_timeout_names_elapsed_time_and_snapshot():
         drv.run(buf.addr, 4, timeout=0.05)
     with pytest.raises(DeviceError, match="cannot start a run: the device is busy"):
         drv.run(buf.addr, 4, timeout=0.05)
+
+
+def test_golden_stops_a_huge_gemm_at_run_timeout_and_stays_usable():
+    """A legal GEMM of 2**41 micro-ops: DeviceTimeoutError after about run_timeout seconds,
+    memory bounded; the device is idle afterwards and runs the next program."""
+    with vta.open_device("golden", DEFAULT, mem_size=1 << 22, run_timeout=1.0) as dev:
+        huge = GemmInsn(opcode=Opcode.GEMM, uop_end=DEFAULT.UOP_BUFF_DEPTH,
+                        iter_out=(1 << 14) - 1, iter_in=(1 << 14) - 1)
+        buf, n = _stream(dev, [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP,
+                                       push_next_dep=1),
+                               huge.replace(pop_prev_dep=1), GemmInsn(opcode=Opcode.FINISH)])
+        tracemalloc.start()
+        start = time.monotonic()
+        try:
+            with pytest.raises(DeviceTimeoutError, match=(
+                    r"^run of 3 instructions at 0x1000 did not finish: the golden model was "
+                    r"stopped after 1\.[0-9]{3} s \(timeout 1\.0 s\) in instruction 1 "
+                    r"\(compute\); FETCH_INDEX=3, tokens l2g=1 g2l=0 g2s=0 s2g=0, retired "
+                    r"load=1 compute=0 store=0\. The device is idle again")):
+                dev.run(buf, n)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert time.monotonic() - start < 3.0
+        assert peak < 64 << 20, f"peak {peak >> 20} MiB"
+        assert dev.driver.read_reg("STATUS") == 0
+        assert dev.driver.read_reg64("LOAD_INSNS") == 1
+        small, m = _stream(dev, [huge.replace(iter_out=2, iter_in=3, uop_end=4),
+                                 GemmInsn(opcode=Opcode.FINISH)])
+        stats = dev.run(small, m)
+        assert stats.gemm_uops == 24 and stats.compute_insns == 2
+
+
+def test_golden_register_protocol_without_wait_idle_runs_at_the_next_access():
+    """A caller that writes START and polls STATUS (no wait_idle) still sees the run done."""
+    t = GoldenTransport(DEFAULT, mem_size=1 << 20)
+    t.mem_write(0x1000, encode_stream([GemmInsn(opcode=Opcode.FINISH)], DEFAULT))
+    t.write32(regs.offset("INSN_ADDR"), 0x1000)
+    t.write32(regs.offset("INSN_COUNT"), 1)
+    t.write32(regs.offset("CTRL"), regs.CTRL_START)
+    assert t.read32(regs.offset("STATUS")) == regs.status_word(done=True)
+    assert t.read32(regs.offset("COMPUTE_INSNS")) == 1
 
 
 # ------------------------------------------------- run: stats and errors
