@@ -317,7 +317,8 @@ def devices():
             except SimulatorError as exc:
                 pytest.skip(str(exc))
             rtl = vta.open_device(sim, preset, trace=True)
-            golden = vta.open_device("golden", preset, mem_size=rtl.driver.transport.mem_size)
+            golden = vta.open_device("golden", preset, mem_size=rtl.driver.transport.mem_size,
+                                     trace=True)
             opened[key] = (golden, rtl, golden.alloc(ARENA), rtl.alloc(ARENA))
         return opened[key]
 
@@ -335,7 +336,7 @@ def _check_seed(devices, sim: str, preset: str, seed: int) -> None:
     sg, sr = run_both(golden, rtl, prog, ag, ar)
     compare(prog, golden, rtl, ag, ar, sg, sr, f"{sim}-{preset}")
     # every engine retired the same instructions with the same token effects
-    g_trace = vtrace.normalise(vtrace.from_golden(golden.driver.transport._events, golden.cfg))
+    g_trace = vtrace.normalise(golden.driver.transport.last_trace)
     r_trace = vtrace.normalise(rtl.driver.transport.last_trace)
     assert r_trace == g_trace, (
         f"{sim}-{preset} seed {seed}: traces differ:\n"

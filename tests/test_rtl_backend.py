@@ -322,13 +322,13 @@ def test_trace_file_matches_the_golden_trace(tmp_path):
     path = tmp_path / "rtl.trace"
     rng = np.random.default_rng(4)
     with vta.open_device("icarus", "tiny", trace=path) as dev, \
-            vta.open_device("golden", "tiny") as gold:
+            vta.open_device("golden", "tiny", trace=True) as gold:
         prog, mem, _ = _matmul(dev, rng, 8, 16, 8)
         for d in (dev, gold):
             buf = _put(d, mem[4096:].tobytes())
             d.run(prog.insn_addr, prog.insn_count)
             d.free(buf)
-        golden_records = vtrace.from_golden(gold.driver.transport._events, gold.cfg)
+        golden_records = gold.driver.transport.last_trace
     text = path.read_text()
     assert text.startswith(vtrace.HEADER)
     rtl_records = vtrace.read_trace(path)
