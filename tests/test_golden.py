@@ -16,7 +16,18 @@ from vta import golden
 from vta.config import TOKEN_QUEUE_DEPTH, Config
 from vta.errors import ErrorCode
 from vta.golden import GoldenModel
-from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, Uop, encode_stream, encode_uop
+from vta.isa import (
+    AluInsn,
+    AluOp,
+    GemmInsn,
+    MemId,
+    MemInsn,
+    Opcode,
+    Uop,
+    decode_word,
+    encode_stream,
+    encode_uop,
+)
 from vta.programs import build_matmul
 
 DEFAULT = Config.load("default")
@@ -601,3 +612,44 @@ def test_deadline_is_checked_between_instructions():
                        r"its deadline$"):
         rig.run([load(MemId.INP, 0, 0, 0, 0, 0), FINISH], deadline=time.monotonic() - 1)
     assert rig.model.counters.load_insns == 0
+
+
+@pytest.mark.parametrize("cfg", [DEFAULT, TINY], ids=["default", "tiny"])
+def test_block_decoding_equals_decode_word(cfg):
+    """The model decodes a block of instructions at once with NumPy; every field of every
+    kind of instruction (random words, negative immediates included) must come out exactly
+    as isa.decode_word gives it, with the engine and token queues of vta-reference 3.8."""
+    rng = np.random.default_rng(23)
+    words = rng.integers(0, 2**63, (600, 2), dtype=np.int64).astype(np.uint64) * 2 + \
+        rng.integers(0, 2, (600, 2), dtype=np.int64).astype(np.uint64)  # all 64 bits random
+    words[:, 0] = (words[:, 0] & ~np.uint64(7)) | (np.arange(600) % 5).astype(np.uint64)
+    block = golden._decode_block(words, golden._decoding_tables(cfg))
+    for (low, high), (insn, links) in zip(words.tolist(), block, strict=True):
+        expected = decode_word(low | high << 64, cfg)
+        assert insn == expected and type(insn) is type(expected)
+        engine = golden.dispatch_engine(expected)
+        flags = [f for f in ("pop_prev_dep", "pop_next_dep") if getattr(expected, f)]
+        assert links.pops == tuple(golden.POP_QUEUE[(engine, f)] for f in flags
+                                   if (engine, f) in golden.POP_QUEUE)
+    assert any(insn.imm < 0 for insn, _ in block if insn.opcode == Opcode.ALU)
+
+
+def test_long_stream_decodes_in_bounded_memory(monkeypatch):
+    """Only a few decoded blocks stay: a 10,000-instruction stream runs in little memory, and
+    instructions of dropped blocks decode again when their engine reaches them."""
+    monkeypatch.setattr(golden, "_BLOCK", 256)
+    monkeypatch.setattr(golden, "_BLOCKS_KEPT", 4)
+    rig = Rig()
+    n = 10_000  # loads run ahead of the stores they signal: both engines' blocks are in use
+    stream = [load(MemId.INP, 0, 0, 0, 0, 0, push_next_dep=1),
+              MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, pop_prev_dep=1)] * (n // 2)
+    addr = rig.place(encode_stream(stream + [FINISH], DEFAULT))
+    tracemalloc.start()
+    try:
+        counters = rig.model.run(addr, n + 1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (counters.load_insns, counters.compute_insns, counters.tokens["l2g"]) == (
+        n // 2, n // 2 + 1, n // 2)
+    assert peak < 2 << 20, f"peak {peak / 2**20:.1f} MiB"

@@ -24,6 +24,7 @@ ISA tables only.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from .isa import (
     MemId,
     MemInsn,
     Opcode,
-    decode_word,
+    insn_class,
     layout,
 )
 
@@ -73,11 +74,10 @@ QUEUES = ("l2g", "g2l", "g2s", "s2g")
 _LOAD_TYPES = {MemId.INP: ("inp", "inp"), MemId.WGT: ("wgt", "wgt"), MemId.UOP: ("uop", "uop"),
                MemId.ACC: ("acc", "acc"), MemId.ACC_8BIT: ("acc", "acc8")}
 
-#: Opcodes (3 bits) that exist, and memory types (3 bits) a LOAD sends to the load engine.
-_DEFINED = np.isin(np.arange(8), sorted(DEFINED_OPCODES))
-_TO_LOAD_ENGINE = np.isin(np.arange(8), [MemId.INP, MemId.WGT])
-#: Distinct instruction words whose decoding a model keeps (beyond it the cache is emptied).
-_DECODED_MAX = 1 << 16
+_FINISH = int(Opcode.FINISH)
+#: Instructions decoded together, and decoded blocks a run keeps (older ones are dropped).
+_BLOCK = 1024
+_BLOCKS_KEPT = 64
 #: Largest number of micro-ops one plan covers; bigger GEMM/ALU nests run in pieces.
 CHUNK_UOPS = 1 << 16
 #: Micro-ops the cached plans of one model may cover in all (beyond it the cache is emptied).
@@ -91,6 +91,22 @@ def dispatch_engine(insn: Insn) -> str:
     if insn.opcode == Opcode.LOAD and insn.memory_type in (MemId.INP, MemId.WGT):
         return "load"
     return "compute"
+
+
+def _engine_table() -> np.ndarray:
+    """Engine number (index in ENGINES) for each (opcode | memory_type << 3)."""
+    table = np.zeros(64, dtype=np.intp)
+    for op in range(8):
+        cls = insn_class(op)
+        for mem_type in range(8):
+            insn = cls(opcode=op, memory_type=mem_type) if cls is MemInsn else cls(opcode=op)
+            table[op | mem_type << 3] = ENGINES.index(dispatch_engine(insn))
+    return table
+
+
+#: Engine of each (opcode, memory type); whether each opcode (3 bits) is defined.
+_ENGINE_OF = _engine_table()
+_DEFINED = np.array([op in DEFINED_OPCODES for op in range(8)])
 
 
 @dataclass
@@ -195,10 +211,13 @@ class GoldenModel:
         self._mem_type_lo = next(f.lo for f in layout("mem", cfg) if f.name == "memory_type")
         self._plans: dict = {}
         self._nests: dict = {}  # whole one-piece nests: loop fields + micro-ops -> pieces
-        self._decoded: dict[int, Insn] = {}  # instruction word -> decoded instruction (shared)
+        self._decoding = _decoding_tables(cfg)
+        #: opcode -> executor(engine, index, insn, deadline), which returns the counter the
+        #: instruction adds to once it retires and how much (or None)
+        self._execute = {Opcode.LOAD: self._load, Opcode.STORE: self._store,
+                         Opcode.GEMM: self._gemm, Opcode.ALU: self._alu,
+                         Opcode.FINISH: lambda *_: None}  # FINISH: only its tokens
         self._plan_uops = 0
-        flags = [f for f in layout("generic", cfg) if f.name in DEP_FLAGS]
-        self._flags_lo = flags[0].lo  # the four flags are consecutive bits, in DEP_FLAGS order
         self._depth = {name: arr.shape[0] for name, arr in self.sp.buffers().items()}
         self._elem_bytes = {name: raw.shape[1] for name, raw in self.sp.raw.items()}
         uop_fields = layout("uop", cfg)
@@ -224,12 +243,9 @@ class GoldenModel:
         self.counters = counters = Counters()
         self.tokens = tokens = dict.fromkeys(QUEUES, 0)
         words, queues = self.fetch(insn_addr, insn_count)
-        cfg, flags_lo = self.cfg, self._flags_lo
+        stream = _Stream(words, self._decoding)
         positions = dict.fromkeys(ENGINES, 0)  # next position in each engine's queue
         heads: dict[str, tuple[int, Insn, _Links]] = {}  # decoded, not yet retired
-        decoded = self._decoded
-        if len(decoded) > _DECODED_MAX:
-            decoded.clear()
         retired = dict.fromkeys(ENGINES, 0)
         finished = False
         try:
@@ -241,31 +257,27 @@ class GoldenModel:
                         if positions[engine] == queues[engine].size:
                             continue
                         index = int(queues[engine][positions[engine]])
-                        low, high = words[index].tolist()
-                        links = _LINKS[engine][(low >> flags_lo) & 0xF]
+                        insn, links = stream.get(index)
                         if links.forbidden:
                             raise _forbidden_flag(engine, index, links.forbidden)
-                        word = low | high << 64
-                        insn = decoded.get(word)
-                        if insn is None:
-                            insn = decoded[word] = decode_word(word, cfg)
                         head = heads[engine] = (index, insn, links)
                     index, insn, links = head
-                    if any(tokens[q] == 0 for q in links.pops):
-                        continue
+                    if links.pops and not all(tokens[q] for q in links.pops):
+                        continue  # blocked on an empty queue
                     if deadline is not None and time.monotonic() >= deadline:
                         raise RunTimeoutError(
                             f"instruction {index} ({engine}): the run passed its deadline",
                             module=engine, index=index)
-                    effect = self._execute(engine, index, insn, deadline)
-                    self._push(engine, index, links)
+                    effect = self._execute[insn.opcode](engine, index, insn, deadline)
+                    if links.pushes:
+                        self._push(engine, index, links)
                     for q in links.pops:
                         tokens[q] -= 1
                     if effect is not None:
                         name, amount = effect
                         setattr(counters, name, getattr(counters, name) + amount)
                     retired[engine] += 1
-                    finished |= insn.opcode == Opcode.FINISH
+                    finished |= insn.opcode == _FINISH
                     positions[engine] += 1
                     del heads[engine]
                     progress = True
@@ -311,19 +323,17 @@ class GoldenModel:
                 f"fetch: instructions at 0x{insn_addr:x}..0x{end:x} lie outside device memory "
                 f"(0x{self.mem.size:x} bytes)", module="fetch", field="insn_addr")
         words = self.mem[insn_addr:end].copy().view("<u8").reshape(insn_count, 2)
-        opcodes = (words[:, 0] & 0x7).astype(np.intp)
+        low = words[:, 0]
+        opcodes = (low & 0x7).astype(np.intp)
         undefined = np.flatnonzero(~_DEFINED[opcodes])
         if undefined.size:
             index = int(undefined[0])
             raise ExecutionError(
                 f"instruction {index} (fetch): undefined opcode {int(opcodes[index])}",
                 module="fetch", index=index, field="opcode")
-        memory_type = ((words[:, 0] >> np.uint64(self._mem_type_lo)) & 0x7).astype(np.intp)
-        to_load = (opcodes == Opcode.LOAD) & _TO_LOAD_ENGINE[memory_type]
-        to_store = opcodes == Opcode.STORE
-        queues = {"load": np.flatnonzero(to_load), "store": np.flatnonzero(to_store),
-                  "compute": np.flatnonzero(~(to_load | to_store))}
-        return words, queues
+        engines = _ENGINE_OF[opcodes | ((low >> np.uint64(self._mem_type_lo)) & 0x7).astype(
+            np.intp) << 3]
+        return words, {name: np.flatnonzero(engines == e) for e, name in enumerate(ENGINES)}
 
     # -------------------------------------------------------------- tokens
     def _push(self, engine: str, index: int, links: _Links) -> None:
@@ -338,20 +348,6 @@ class GoldenModel:
             self.counters.tokens[q] += 1
 
     # ----------------------------------------------------------- execution
-    def _execute(self, engine: str, index: int, insn: Insn,
-                 deadline: float | None) -> tuple[str, int] | None:
-        """Execute one instruction; return the counter it adds to once it retires, and how much."""
-        op = insn.opcode
-        if op == Opcode.LOAD:
-            return self._load(engine, index, insn)
-        if op == Opcode.STORE:
-            return self._store(index, insn)
-        if op == Opcode.GEMM:
-            return self._gemm(index, insn, deadline)
-        if op == Opcode.ALU:
-            return self._alu(index, insn, deadline)
-        return None  # FINISH has no effect besides its tokens.
-
     def _fault(self, engine: str, index: int, field: str, text: str) -> ExecutionError:
         return ExecutionError(f"instruction {index} ({engine}): {text}",
                               module=engine, index=index, field=field)
@@ -380,7 +376,8 @@ class GoldenModel:
         return np.lib.stride_tricks.as_strided(
             self.mem[start:], shape=(rows, row_bytes), strides=(stride, 1))
 
-    def _load(self, engine: str, index: int, insn: MemInsn) -> tuple[str, int] | None:
+    def _load(self, engine: str, index: int, insn: MemInsn,
+              deadline: float | None = None) -> tuple[str, int] | None:
         mem_type = insn.memory_type
         if mem_type not in _LOAD_TYPES:
             what = "OUT cannot be loaded" if mem_type == MemId.OUT else "undefined"
@@ -415,7 +412,8 @@ class GoldenModel:
               insn.x_pad_0:insn.x_pad_0 + insn.x_size] = rows.reshape(insn.y_size, insn.x_size, -1)
         return f"{counter}_load_bytes", insn.y_size * insn.x_size * elem_bytes
 
-    def _store(self, index: int, insn: MemInsn) -> tuple[str, int] | None:
+    def _store(self, engine: str, index: int, insn: MemInsn,
+               deadline: float | None = None) -> tuple[str, int] | None:
         if insn.x_size == 0:
             return None  # sync no-op; memory_type is not checked (the runtime uses 0)
         if insn.memory_type != MemId.OUT:
@@ -460,12 +458,14 @@ class GoldenModel:
     # also remembered whole (loop fields and micro-op words -> plan and
     # bases), so a repeated instruction goes straight to execution.
 
-    def _gemm(self, index: int, insn: GemmInsn, deadline: float | None) -> tuple[str, int] | None:
+    def _gemm(self, engine: str, index: int, insn: GemmInsn,
+              deadline: float | None) -> tuple[str, int] | None:
         kind = "RESET" if insn.reset_reg else "GEMM"
         count = self._run_nest(index, insn, kind, deadline)
         return None if insn.reset_reg else ("gemm_uops", count)
 
-    def _alu(self, index: int, insn: AluInsn, deadline: float | None) -> tuple[str, int]:
+    def _alu(self, engine: str, index: int, insn: AluInsn,
+             deadline: float | None) -> tuple[str, int]:
         if insn.alu_opcode not in _ALU_FUNCS:
             raise self._fault("compute", index, "alu_opcode",
                               f"undefined ALU opcode {insn.alu_opcode}")
@@ -563,6 +563,82 @@ _FIELD_NAMES = ("dst_idx", "src_idx", "wgt_idx")
 _KIND_NAME = {"GEMM": "GEMM", "RESET": "GEMM", "ALU": "ALU", "ALU_SRC": "ALU"}
 _FIELD_BUFFER = {"GEMM": ("ACC", "INP", "WGT"), "RESET": ("ACC",), "ALU": ("ACC",),
                  "ALU_SRC": ("ACC", "ACC")}
+
+
+class _Stream:
+    """A fetched stream, decoded a block of :data:`_BLOCK` instructions at a time.
+
+    An engine asks for an instruction when it reaches it; its block is decoded
+    then, with NumPy, all fields of all its instructions at once.  At most
+    :data:`_BLOCKS_KEPT` blocks stay decoded, so a stream of any length needs
+    bounded memory.
+    """
+
+    def __init__(self, words: np.ndarray, decoding):
+        self.words = words
+        self.decoding = decoding
+        self.blocks: dict[int, list[tuple[Insn, _Links]]] = {}
+
+    def get(self, index: int) -> tuple[Insn, _Links]:
+        """Instruction ``index``, decoded, and what its engine does with its flags."""
+        block = self.blocks.get(index // _BLOCK)
+        if block is None:
+            if len(self.blocks) >= _BLOCKS_KEPT:
+                self.blocks.clear()
+            block = self.blocks[index // _BLOCK] = _decode_block(
+                self.words[index // _BLOCK * _BLOCK:(index // _BLOCK + 1) * _BLOCK],
+                self.decoding)
+        return block[index % _BLOCK]
+
+
+def _decoding_tables(cfg: Config):
+    """What :func:`_decode_block` needs, per configuration.
+
+    For each instruction class: its opcodes, and for each 64-bit half of the
+    word the (shift, mask) of the fields placed there with their positions in
+    the class's constructor; the signed fields; the flag bits' position.
+    """
+    classes = []
+    class_of = np.full(8, -1, dtype=np.intp)  # opcode -> position in classes
+    for cls in dict.fromkeys(insn_class(op) for op in sorted(DEFINED_OPCODES)):
+        placed = {f.name: f for f in layout(cls.FORMAT, cfg)}
+        order = [placed[f.name] for f in dataclasses.fields(cls)]
+        halves = []
+        for half in (0, 1):
+            cols = [(k, f) for k, f in enumerate(order) if f.lo // 64 == half]
+            halves.append((np.array([k for k, _ in cols], dtype=np.intp),
+                           np.array([f.lo % 64 for _, f in cols], dtype=np.uint64),
+                           np.array([(1 << f.width) - 1 for _, f in cols], dtype=np.uint64)))
+        signed = [(k, f.width) for k, f in enumerate(order) if f.signed]
+        class_of[[op for op in DEFINED_OPCODES if insn_class(op) is cls]] = len(classes)
+        classes.append((cls, len(order), halves, signed))
+    flags = [f for f in layout("generic", cfg) if f.name in DEP_FLAGS]
+    mem_type = next(f for f in layout("mem", cfg) if f.name == "memory_type")
+    return classes, class_of, flags[0].lo, mem_type.lo
+
+
+def _decode_block(words: np.ndarray, decoding) -> list[tuple[Insn, _Links]]:
+    """Decode (n, 2) instruction words: each instruction and its engine's links."""
+    classes, class_of, flags_lo, mem_type_lo = decoding
+    low = words[:, 0]
+    opcodes = (low & 0x7).astype(np.intp)
+    kinds = class_of[opcodes]
+    engines = _ENGINE_OF[opcodes | ((low >> np.uint64(mem_type_lo)) & 0x7).astype(np.intp) << 3]
+    links = [_LINKS[ENGINES[e]][f] for e, f in zip(
+        engines.tolist(), ((low >> np.uint64(flags_lo)) & 0xF).tolist(), strict=True)]
+    out: list = [None] * words.shape[0]
+    for kind, (cls, n_fields, halves, signed) in enumerate(classes):
+        rows = np.flatnonzero(kinds == kind)
+        if not rows.size:
+            continue
+        values = np.empty((rows.size, n_fields), dtype=np.int64)
+        for half, (cols, shifts, masks) in enumerate(halves):
+            values[:, cols] = (words[rows, half][:, None] >> shifts) & masks
+        for k, width in signed:
+            values[:, k] -= (values[:, k] >> (width - 1)) << width
+        for i, row in zip(rows.tolist(), values.tolist(), strict=True):
+            out[i] = (cls(*row), links[i])
+    return out
 
 
 @dataclass(frozen=True)
