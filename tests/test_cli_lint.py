@@ -166,3 +166,24 @@ def test_lint_command(tmp_path):
     data = json.loads(CliRunner().invoke(main, ["lint", str(tmp_path / "bad.vtaprog"),
                                                 "--json"]).stdout)
     assert data["errors"] == 2 and data["findings"][0]["check"] == "deadlock"
+
+
+def test_readme_debugging_example(tmp_path):
+    """The README's walk: the race misbehaves with slow DRAM; lint names it; the fix is clean."""
+    from pathlib import Path
+
+    example = Path(__file__).parents[1] / "examples" / "dense-race.vtaprog"
+    races = [f for f in lint.lint(progfile.load(example)) if f.severity == "error"]
+    assert [(f.check, f.index) for f in races] == [("race", 9), ("race", 10), ("race", 11)]
+    assert all("#13 (compute) may read before the load writes it" in f.message for f in races)
+    text = example.read_text()
+    fixed = text.replace(" x_stride=9 deps=push_next\n     9:", " x_stride=9\n     9:", 1).replace(
+        "dram_base=@data+27 y_size=1 x_size=9 x_stride=9\n",
+        "dram_base=@data+27 y_size=1 x_size=9 x_stride=9 deps=push_next\n", 1)
+    assert fixed != text and lint.lint(progfile.parse(fixed)) == []
+    (tmp_path / "fixed.vtaprog").write_text(fixed)
+    slow = ["-b", "verilator", "--latency", "60"]
+    broken = CliRunner().invoke(main, ["run", str(example), *slow])
+    assert broken.exit_code == 3 and "region out: 28 byte(s) differ" in broken.output
+    good = CliRunner().invoke(main, ["run", str(tmp_path / "fixed.vtaprog"), *slow])
+    assert good.exit_code == 0 and "outputs match the recorded run" in good.output

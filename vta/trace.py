@@ -451,6 +451,7 @@ def plot_timeline(steps: Iterable[Step], path: str | Path, title: str = "VTA run
     timed = all(s.record.cycle is not None for s in steps) and bool(steps)
     fig, ax = plt.subplots(figsize=(12, 3.2), dpi=120)
     rows = {m: len(MODULES) - 1 - i for i, m in enumerate(MODULES)}
+    bars = []
     for s in steps:
         r = s.record
         y = rows[r.module]
@@ -461,6 +462,15 @@ def plot_timeline(steps: Iterable[Step], path: str | Path, title: str = "VTA run
         ax.broken_barh([(start, max(end - start, 1))], (y - 0.35, 0.7),
                        color=ENGINE_COLOURS[busy_kind(r.text)], edgecolor="black",
                        linewidth=0.3)
+        bars.append((start, end, y, r))
+    span = max((e for _, e, _, _ in bars), default=1) - min((s for s, _, _, _ in bars), default=0)
+    for start, end, y, r in bars:  # name the instructions whose bar has room for it
+        if end - start >= span / 40:
+            name = r.text.split()[0] if not r.text.startswith(("LOAD", "STORE")) else \
+                " ".join(r.text.split()[:2])
+            label = f"#{r.index} {name}" if end - start >= span / 12 else f"#{r.index}"
+            ax.text((start + end) / 2, y, label, ha="center", va="center", fontsize=7,
+                    color="white", clip_on=True)
     ax.set_yticks(list(rows.values()), list(rows))
     ax.set_xlabel("cycle" if timed else "retire order (the golden model has no clock)")
     ax.set_title(title)
