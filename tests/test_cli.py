@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hand_programs import GEMM_1X4 as HAND
 
 from vta import isa
 from vta import trace as vtrace
@@ -211,27 +212,6 @@ def test_isa_and_regs_json():
     assert registers[1]["name"] == "STATUS" and registers[1]["offset"] == 4
 
 
-# ------------------------------------------------------------ program files
-HAND = """\
-.config tiny
-.run @code
-.region x
-.i8 1 -2 3 4
-.region w
-.i8 1 0 0 0   0 1 0 0   0 0 1 0   2 2 2 2
-.region out size=4 role=out
-.region kernels
-UOP
-UOP wgt_idx=0
-.region code
-LOAD UOP dram_base=@kernels y_size=1 x_size=2 x_stride=2
-LOAD INP dram_base=@x y_size=1 x_size=1 x_stride=1
-LOAD WGT dram_base=@w y_size=1 x_size=1 x_stride=1 deps=push_next
-GEMM reset_reg=1 uop_bgn=0 uop_end=1 iter_out=1 iter_in=1
-GEMM uop_bgn=1 uop_end=2 iter_out=1 iter_in=1 deps=pop_prev,push_next
-STORE OUT dram_base=@out y_size=1 x_size=1 x_stride=1 deps=pop_prev
-FINISH
-"""
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hand_programs import GEMM_1X4 as HAND
 
 import vta
 from vta import isa, ops, progfile, programs
@@ -70,27 +71,6 @@ def test_replay_matches_numpy_on_every_backend(dense_capture, backend):
         assert result.stats.cycles > 0
 
 
-HAND = """\
-# a 1x4 @ 4x4 GEMM written by hand (tiny: BATCH 1, BLOCK 4)
-.config tiny
-.run @code
-.region x
-.i8 1 -2 3 4
-.region w
-.i8 1 0 0 0   0 1 0 0   0 0 1 0   2 2 2 2
-.region out size=4 role=out
-.region kernels
-UOP                          # reset acc[0]
-UOP wgt_idx=0
-.region code
-LOAD UOP dram_base=@kernels y_size=1 x_size=2 x_stride=2
-LOAD INP dram_base=@x y_size=1 x_size=1 x_stride=1
-LOAD WGT dram_base=@w y_size=1 x_size=1 x_stride=1 deps=push_next
-GEMM reset_reg=1 uop_bgn=0 uop_end=1 iter_out=1 iter_in=1
-GEMM uop_bgn=1 uop_end=2 iter_out=1 iter_in=1 deps=pop_prev,push_next
-STORE OUT dram_base=@out y_size=1 x_size=1 x_stride=1 deps=pop_prev
-FINISH
-"""
 
 
 def test_hand_written_program_runs():
