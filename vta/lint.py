@@ -428,34 +428,29 @@ def _races(insns, engines, kernels, order, sources, cfg) -> list[Finding]:
         return compute_order[lo:hi]
 
     touches = dict(computes)
+
+    def first_race(index: int, engine: str, entries: np.ndarray, key: str, earlier: str,
+                   later: str) -> None:
+        """Report the first compute instruction racing with ``index`` on ``entries``."""
+        for c in unordered(index):
+            other = touches[c].get(key)
+            common = np.intersect1d(other, entries) if other is not None else ()
+            if len(common):
+                text = (earlier if c < index else later).format(entry=int(common[0]), c=c)
+                out.append(Finding("error", "race", index, engine, "sram_base",
+                                   f"{text}: no token orders the two\n    {c}: "
+                                   f"{disassemble(insns[c])}"))
+                return
+
     for index, buf, entries in loads:
-        for c in unordered(index):
-            read = touches[c].get(f"reads {buf}")
-            if read is None or not np.intersect1d(read, entries).size:
-                continue
-            first = int(np.intersect1d(read, entries)[0])
-            if c < index:
-                message = (f"overwrites {buf} entry {first} (of {entries[0]}..{entries[-1]}) that "
-                           f"#{c} (compute) may still be reading: no token orders the two")
-            else:
-                message = (f"loads {buf} entry {first} that #{c} (compute) may read before the "
-                           "load writes it: no token orders the two")
-            out.append(Finding("error", "race", index, "load", "sram_base",
-                               message + f"\n    {c}: {disassemble(insns[c])}"))
-            break
+        first_race(index, "load", entries, f"reads {buf}",
+                   f"overwrites {buf} entry {{entry}} (of {entries[0]}..{entries[-1]}) that "
+                   "#{c} (compute) may still be reading",
+                   f"loads {buf} entry {{entry}} that #{{c}} (compute) may read before the load "
+                   "writes it")
     for index, entries in stores:
-        for c in unordered(index):
-            wrote = touches[c].get("writes OUT")
-            if wrote is None or not np.intersect1d(wrote, entries).size:
-                continue
-            first = int(np.intersect1d(wrote, entries)[0])
-            if c < index:
-                message = (f"stores OUT entry {first} that #{c} (compute) may not have written "
-                           "yet: no token orders the two")
-            else:
-                message = (f"stores OUT entry {first} that #{c} (compute) may overwrite before "
-                           "the store reads it: no token orders the two")
-            out.append(Finding("error", "race", index, "store", "sram_base",
-                               message + f"\n    {c}: {disassemble(insns[c])}"))
-            break
+        first_race(index, "store", entries, "writes OUT",
+                   "stores OUT entry {entry} that #{c} (compute) may not have written yet",
+                   "stores OUT entry {entry} that #{c} (compute) may overwrite before the store "
+                   "reads it")
     return out
