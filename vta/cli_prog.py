@@ -51,6 +51,15 @@ def _open(backend: str, cfg, options: dict, quiet: bool):
         return open_device_cli(backend, cfg, options)
 
 
+def _running(prog, backend: str, quiet: bool):
+    """A spinner while a run is in progress (on stderr; Ctrl-C stops the simulator)."""
+    from rich.console import Console
+
+    what = "" if backend == "golden" else "; Ctrl-C stops the simulator"
+    return Console(stderr=True, quiet=quiet).status(
+        f"running {prog.insn_count} instructions on {backend}{what}...")
+
+
 @click.command()
 @program_argument
 @backend_option("verilator")
@@ -90,7 +99,8 @@ def run(program: Path, backend: str, out_dir: Path | None, trace_file: Path | No
     dev = _open(backend, prog.cfg, options, as_json)
     with dev:
         opened = time.perf_counter()
-        result = progfile.replay(prog, dev)
+        with _running(prog, backend, as_json):
+            result = progfile.replay(prog, dev)
         done = time.perf_counter()
     written = {}
     if out_dir is not None:
@@ -269,7 +279,8 @@ def trace_run(program: Path, backend: str, out_file: Path | None, engines, index
     dev = _open(backend, prog.cfg, options, as_json)
     with dev:
         try:
-            progfile.replay(prog, dev)
+            with _running(prog, backend, as_json):
+                progfile.replay(prog, dev)
         except VTAError as exc:
             failure = exc  # show what ran before the failure, then report it
         records = dev.last_trace or []
