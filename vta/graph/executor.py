@@ -21,7 +21,9 @@ prepares a plan; activations live in packed layouts (NCHW{b}n{bi}c, or
 across layers (a buffer is free after its tensor's last VTA reader).  A
 tensor passes between VTA nodes without leaving the device; it is read back
 only for a CPU node or a graph output.  Each VTA node is one synchronize, so
-its counters (cycles, GEMM micro-ops, ...) are its own.
+its counters (cycles, GEMM micro-ops, ...) are its own.  A node's stream is
+built on the first run of a plan and replayed afterwards (the same micro-ops
+and instructions written to the same staging buffers, then run).
 """
 
 from __future__ import annotations
@@ -188,6 +190,35 @@ class _VtaStep:
     kind: str
     args: dict[str, Any]
     bufs: list[Buffer]
+    recorded: list[tuple] | None = None  # staging writes and runs of the first run
+
+
+class _Recorder:
+    """The device as the executor's command queue sees it: logs staging writes and runs.
+
+    A node's stream depends only on the plan (shapes, buffers), so what its
+    first run wrote to the queue's staging buffers and ran can be replayed on
+    later runs without building the stream again.
+    """
+
+    def __init__(self, dev):
+        self._dev = dev
+        self.log: list[tuple] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._dev, name)
+
+    def write(self, buf: Buffer, data: Any, offset: int = 0) -> None:
+        self._dev.write(buf, data, offset)
+        if self.log is not None:
+            kept = np.array(data, copy=True) if isinstance(data, np.ndarray) else bytes(data)
+            self.log.append(("write", buf, kept, offset))
+
+    def run(self, insn_buf: Buffer, insn_count: int, **options: Any) -> RunStats:
+        stats = self._dev.run(insn_buf, insn_count, **options)
+        if self.log is not None:
+            self.log.append(("run", insn_buf, insn_count, options))
+        return stats
 
 
 class Executor:
@@ -205,11 +236,15 @@ class Executor:
         See the module docstring.
     queue_options : dict, optional
         Options for the :class:`~vta.runtime.CommandQueue` (``dump``, ...).
+    replay : bool
+        Build each VTA node's instruction stream once per plan and replay it
+        (its micro-ops and instructions, as written to the staging buffers) on
+        later runs; ``False`` builds the streams on every run.
     """
 
     def __init__(self, graph: Graph, device, *, cpu_nodes: Sequence[str] = (),
                  max_channel_waste: float = MAX_CHANNEL_WASTE,
-                 queue_options: dict | None = None):
+                 queue_options: dict | None = None, replay: bool = True):
         self.graph = graph
         self.dev = device
         self.cfg = device.cfg
@@ -221,6 +256,7 @@ class Executor:
         self.cpu_nodes = set(cpu_nodes)
         self.max_channel_waste = max_channel_waste
         self.queue_options = dict(queue_options or {})
+        self.replay = replay
         self._shapes_key: tuple | None = None
         self._buffers: list[Buffer] = []
         self._queue: CommandQueue | None = None
@@ -346,7 +382,8 @@ class Executor:
                 weight_bytes += sum(b.nbytes for b in step.bufs)
                 self.steps[n.name] = step
         self.weight_bytes = weight_bytes
-        self._queue = CommandQueue(dev, **self.queue_options)
+        self._recorder = _Recorder(dev)
+        self._queue = CommandQueue(self._recorder, **self.queue_options)
         self._shapes_key = key
 
     def _alloc(self, nbytes: int) -> Buffer:
@@ -393,6 +430,32 @@ class Executor:
                 "shift": s, "clip": (a["lo"], a["hi"])}
         return _VtaStep(n, "conv", args, bufs)
 
+    def _run_step(self, step: _VtaStep, ins: list[Buffer], out: Buffer) -> RunStats | None:
+        """Build and run a VTA node's stream, or replay what its first run wrote and ran."""
+        if step.recorded is not None:
+            stats = []
+            for op, *args in step.recorded:
+                if op == "write":
+                    self.dev.write(*args)
+                else:
+                    stats.append(self.dev.run(args[0], args[1], **args[2]))
+            return RunStats.total(stats)
+        q = self._queue
+        before = len(q.history)
+        self._recorder.log = []
+        if step.kind == "conv":
+            a = step.args
+            ops.emit_conv2d(q, a["data_shape"], a["kernel_shape"], ins[0], step.bufs[0], out,
+                            stride=a["stride"], padding=a["padding"], bias=step.bufs[1],
+                            shift=a["shift"], clip=a["clip"])
+        else:
+            ops.emit_add(q, ins[0], ins[1], out, **step.args)
+        q.synchronize()
+        if self.replay:
+            step.recorded = self._recorder.log
+        self._recorder.log = None
+        return RunStats.total(q.history[before:])
+
     @staticmethod
     def _epilogue_text(step: _VtaStep) -> str:
         a = step.args
@@ -437,22 +500,11 @@ class Executor:
                 for v in n.inputs:
                     to_device(v)
                 step = self.steps[n.name]
-                q = self._queue
-                before = len(q.history)
-                ins = [self.dev_buf[v] for v in n.inputs]
-                out = self.dev_buf[n.output]
-                if step.kind == "conv":
-                    a = step.args
-                    ops.emit_conv2d(q, a["data_shape"], a["kernel_shape"], ins[0], step.bufs[0],
-                                    out, stride=a["stride"], padding=a["padding"],
-                                    bias=step.bufs[1], shift=a["shift"], clip=a["clip"])
-                else:
-                    ops.emit_add(q, ins[0], ins[1], out, **step.args)
-                q.synchronize()
+                stats = self._run_step(step, [self.dev_buf[v] for v in n.inputs],
+                                       self.dev_buf[n.output])
                 on_device.add(n.output)
                 if n.output in self.read_back:
                     to_host(n.output)
-                stats = RunStats.total(q.history[before:])
                 macs = 0
                 if n.op in ("conv", "dense"):
                     w = n.attrs["weight"]

@@ -492,29 +492,25 @@ class _Importer:
     def movement(self, i, node, op: str, attrs: dict, same_qtype: bool) -> None:
         """An operator on int tensors (QDQ island or int input) or on float tensors."""
         x = node.input[0]
-        if x in self.dq and x not in self.materialised:
+        if x in self.dq and x not in self.materialised:  # DQ -> op -> Q: on the int tensor
             src, xq = self.dq[x]
-            fused = self.epilogue(node.output[0]) if node.op_type not in _FUSABLE_ACT else \
-                (lambda q: (q, None, (-np.inf, np.inf)) if q is not None else None)(
-                    self.single_user(node.output[0], ("QuantizeLinear",)))
-            if fused is not None and fused[1] is None:
-                qnode = self.onnx_nodes[fused[0]]
+            qi = self.single_user(node.output[0], ("QuantizeLinear",))
+            if qi is not None:
+                qnode = self.onnx_nodes[qi]
                 yq = self.qtype(qnode, qnode.input[1],
                                 qnode.input[2] if len(qnode.input) > 2 else None, "output")
                 if not same_qtype or yq == xq:
-                    self.skip.add(fused[0])
+                    self.skip.add(qi)
                     self.add_node(node.name, op, [src], qnode.output[0], attrs,
                                   (node.name, qnode.name), qtype=yq)
                     return
         v = self.values.get(x)
-        if v is not None and v.qtype is not None and x not in self.dq:
-            self.add_node(node.name, op, [x], node.output[0], attrs, (node.name,),
-                          qtype=v.qtype if same_qtype else None)
+        if v is not None and v.qtype is not None and x not in self.dq:  # QOperator form
             if not same_qtype:
-                self.fail(node, "requantizing an int tensor needs the QLinear form")
+                self.fail(node, "an int8 input needs the QLinear form of this operator")
+            self.add_node(node.name, op, [x], node.output[0], attrs, (node.name,),
+                          qtype=v.qtype)
             return
-        if op == "avgpool" and v is None and x not in self.dq:
-            self.fail(node, f"input {x!r} is not computed by any node")
         self.add_node(node.name, op, [self.use_float(node, x)], node.output[0], attrs,
                       (node.name,))
 
