@@ -274,6 +274,31 @@ class Harness:
         return {"cycle": int(dut.cycle.value), "idle_cycles": int(dut.idle_cycles.value),
                 "last_dispatch": idx(dut.last_fetch), "engines": engines, "registers": values}
 
+    async def handle(self, op: str, req: dict, payload: bytes) -> tuple[dict, bytes]:
+        """Perform request ``op``; returns the reply fields and payload (subclasses add ops)."""
+        out: dict = {}
+        data = b""
+        if op == "read32":
+            out["value"], out["resp"] = await self.read32(req["offset"])
+        elif op == "write32":
+            out["resp"] = await self.write32(req["offset"], req["value"])
+        elif op == "mem_write":
+            await self.mem_write(req["addr"], payload)
+        elif op == "mem_read":
+            data = await self.mem_read(req["addr"], req["nbytes"])
+        elif op == "run":
+            out.update(await self.run(req.get("watchdog", 0)))
+        elif op == "trace":
+            self.dut.trace_en.value = 1 if req.get("on") else 0
+            await RisingEdge(self.clk)
+        elif op == "reset":
+            await self.reset(req.get("cycles", 8))
+        elif op == "info":
+            out.update(self.info())
+        else:
+            raise ValueError(f"unknown request {op!r}")
+        return out, data
+
     def info(self) -> dict:
         dut = self.dut
         return {"cycle": int(dut.cycle.value),
@@ -306,11 +331,9 @@ def _decode_words(text: bytes, count: int, w: int) -> np.ndarray:
     return raw.reshape(count, w)[:, ::-1].reshape(-1)
 
 
-@cocotb.test()
-async def serve(dut):
-    """Serve the host's requests until it says quit or closes the socket."""
+async def run_server(h: Harness) -> None:
+    """Serve the host's requests to harness ``h`` until it says quit or closes the socket."""
     link = Link(int(os.environ["VTA_HARNESS_FD"]))
-    h = Harness(dut)
     await h.start()
     link.send({"ok": True, "ready": True, **h.info()})
     while True:
@@ -319,33 +342,20 @@ async def serve(dut):
         except LinkClosedError:
             return
         op = req.get("op")
-        out: dict = {"ok": True}
-        data = b""
+        if op == "quit":
+            link.send({"ok": True})
+            return
         try:
-            if op == "read32":
-                out["value"], out["resp"] = await h.read32(req["offset"])
-            elif op == "write32":
-                out["resp"] = await h.write32(req["offset"], req["value"])
-            elif op == "mem_write":
-                await h.mem_write(req["addr"], payload)
-            elif op == "mem_read":
-                data = await h.mem_read(req["addr"], req["nbytes"])
-            elif op == "run":
-                out.update(await h.run(req.get("watchdog", 0)))
-            elif op == "trace":
-                dut.trace_en.value = 1 if req.get("on") else 0
-                await RisingEdge(h.clk)
-            elif op == "reset":
-                await h.reset(req.get("cycles", 8))
-            elif op == "info":
-                out.update(h.info())
-            elif op == "quit":
-                link.send(out)
-                return
-            else:
-                raise ValueError(f"unknown request {op!r}")
+            out, data = await h.handle(op, req, payload)
+            out = {"ok": True, **out}
         except (ValueError, TimeoutError, RuntimeError, KeyError) as exc:
             out = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
                    "traceback": traceback.format_exc(limit=4)}
             data = b""
         link.send(out, data)
+
+
+@cocotb.test()
+async def serve(dut):
+    """Serve the host's requests until it says quit or closes the socket."""
+    await run_server(Harness(dut))

@@ -11,12 +11,12 @@
  *                 +-----------+          +-----------+
  *                   | irq, evt_*
  *                   v
- *             trace monitor ($fwrite, only while trace_en)
- *             watchdog (cycles without any retire, dispatch or DRAM beat)
- *             per-engine last started / retired instruction index
+ *             [vta_monitor]: watchdog, per-engine last started / retired
+ *             instruction index, trace ($fwrite, only while trace_en)
  *
- * Python posts register commands (cmd_*), backdoor copies (bd_*) and waits
- * for cmd_ack, bd_ack, irq or wd_fire: one wake per request, never per clock.
+ * Python posts register commands (cmd_*, performed by vta_axil_master),
+ * backdoor copies (bd_*) and waits for cmd_ack, bd_ack, irq or wd_fire: one
+ * wake per request, never per clock.
  * The clock comes from cocotb's GPI clock.
  *
  * Every input from Python (rst included) reaches the design and the DRAM model
@@ -25,11 +25,7 @@
  * change (which each clock toggle is), the difference between ~40k and
  * several 100k cycles/s on the default configuration.
  *
- * Trace lines (when +VTA_TRACE_FILE= is given and trace_en is high):
- *   <cycle> <module> <index> <event>     event: dispatch | start | retire
- * written at the rising edge that sees the event pulse; cycle counts rising
- * edges since reset was released.  vta/driver/rtl.py turns them into the
- * shared text format of vta/trace.py.
+ * Trace lines: see sim/vta_monitor.v.
  */
 module vta_tb #(
     // configuration (names as vta.Config keys; see docs/rtl-interface.md)
@@ -63,9 +59,9 @@ module vta_tb #(
     input  wire        cmd_write,
     input  wire [11:0] cmd_addr,
     input  wire [31:0] cmd_wdata,
-    output reg  [7:0]  cmd_ack,
-    output reg  [31:0] cmd_rdata,
-    output reg  [1:0]  cmd_resp,
+    output wire [7:0]  cmd_ack,
+    output wire [31:0] cmd_rdata,
+    output wire [1:0]  cmd_resp,
 
     output wire        irq,
 
@@ -80,18 +76,18 @@ module vta_tb #(
     input  wire        trace_en,
     input  wire [31:0] wd_limit,
     input  wire        wd_clear,
-    output reg         wd_fire,
-    output reg  [63:0] cycle,
-    output reg  [63:0] idle_cycles,
+    output wire        wd_fire,
+    output wire [63:0] cycle,
+    output wire [63:0] idle_cycles,
 
     // last instruction index each engine started / retired (all ones: none yet)
-    output reg  [31:0] last_fetch,
-    output reg  [31:0] load_started,
-    output reg  [31:0] load_retired,
-    output reg  [31:0] compute_started,
-    output reg  [31:0] compute_retired,
-    output reg  [31:0] store_started,
-    output reg  [31:0] store_retired,
+    output wire [31:0] last_fetch,
+    output wire [31:0] load_started,
+    output wire [31:0] load_retired,
+    output wire [31:0] compute_started,
+    output wire [31:0] compute_retired,
+    output wire [31:0] store_started,
+    output wire [31:0] store_retired,
 
     // DRAM statistics and checks
     output wire [31:0] dram_protocol_errors,
@@ -107,59 +103,27 @@ always @(posedge clk)
     rst_r <= rst;
 
 // ------------------------------------------------------------ AXI4-Lite master
-reg [11:0] s_axil_awaddr, s_axil_araddr;
-reg [31:0] s_axil_wdata;
-reg        s_axil_awvalid, s_axil_wvalid, s_axil_bready, s_axil_arvalid, s_axil_rready;
-wire       s_axil_awready, s_axil_wready, s_axil_bvalid, s_axil_arready, s_axil_rvalid;
-wire [1:0] s_axil_bresp, s_axil_rresp;
+wire [11:0] s_axil_awaddr, s_axil_araddr;
+wire [31:0] s_axil_wdata;
+wire [3:0]  s_axil_wstrb;
+wire        s_axil_awvalid, s_axil_wvalid, s_axil_bready, s_axil_arvalid, s_axil_rready;
+wire        s_axil_awready, s_axil_wready, s_axil_bvalid, s_axil_arready, s_axil_rvalid;
+wire [1:0]  s_axil_bresp, s_axil_rresp;
 wire [31:0] s_axil_rdata;
-reg        cmd_busy;
+wire [31:0] cmd_timeouts;
 
-always @(posedge clk) begin
-    if (!cmd_busy && cmd_req != cmd_ack) begin
-        // start the posted command
-        cmd_busy <= 1'b1;
-        if (cmd_write) begin
-            s_axil_awaddr <= cmd_addr;
-            s_axil_wdata <= cmd_wdata;
-            s_axil_awvalid <= 1'b1;
-            s_axil_wvalid <= 1'b1;
-            s_axil_bready <= 1'b1;
-        end else begin
-            s_axil_araddr <= cmd_addr;
-            s_axil_arvalid <= 1'b1;
-            s_axil_rready <= 1'b1;
-        end
-    end
-    if (s_axil_awvalid && s_axil_awready) s_axil_awvalid <= 1'b0;
-    if (s_axil_wvalid && s_axil_wready) s_axil_wvalid <= 1'b0;
-    if (s_axil_arvalid && s_axil_arready) s_axil_arvalid <= 1'b0;
-    if (s_axil_bready && s_axil_bvalid) begin
-        // write response: done
-        s_axil_bready <= 1'b0;
-        cmd_resp <= s_axil_bresp;
-        cmd_rdata <= 32'd0;
-        cmd_ack <= cmd_req;
-        cmd_busy <= 1'b0;
-    end
-    if (s_axil_rready && s_axil_rvalid) begin
-        // read data: done
-        s_axil_rready <= 1'b0;
-        cmd_resp <= s_axil_rresp;
-        cmd_rdata <= s_axil_rdata;
-        cmd_ack <= cmd_req;
-        cmd_busy <= 1'b0;
-    end
-    if (rst_r) begin
-        s_axil_awvalid <= 1'b0;
-        s_axil_wvalid <= 1'b0;
-        s_axil_bready <= 1'b0;
-        s_axil_arvalid <= 1'b0;
-        s_axil_rready <= 1'b0;
-        cmd_busy <= 1'b0;
-        cmd_ack <= cmd_req;
-    end
-end
+vta_axil_master #(.ADDR_WIDTH(12), .TIMEOUT(0)) axil (
+    .clk(clk), .rst(rst_r),
+    .cmd_req(cmd_req), .cmd_write(cmd_write), .cmd_addr(cmd_addr), .cmd_wdata(cmd_wdata),
+    .cmd_ack(cmd_ack), .cmd_rdata(cmd_rdata), .cmd_resp(cmd_resp), .timeouts(cmd_timeouts),
+    .m_axil_awaddr(s_axil_awaddr), .m_axil_awvalid(s_axil_awvalid),
+    .m_axil_awready(s_axil_awready), .m_axil_wdata(s_axil_wdata), .m_axil_wstrb(s_axil_wstrb),
+    .m_axil_wvalid(s_axil_wvalid), .m_axil_wready(s_axil_wready),
+    .m_axil_bresp(s_axil_bresp), .m_axil_bvalid(s_axil_bvalid), .m_axil_bready(s_axil_bready),
+    .m_axil_araddr(s_axil_araddr), .m_axil_arvalid(s_axil_arvalid),
+    .m_axil_arready(s_axil_arready), .m_axil_rdata(s_axil_rdata), .m_axil_rresp(s_axil_rresp),
+    .m_axil_rvalid(s_axil_rvalid), .m_axil_rready(s_axil_rready)
+);
 
 // backdoor and trace controls, registered
 reg [7:0]  bd_req_r;
@@ -235,7 +199,7 @@ vta_top #(
     .clk(clk), .rst(rst_r),
     // control
     .s_axil_awaddr(s_axil_awaddr), .s_axil_awprot(3'd0), .s_axil_awvalid(s_axil_awvalid),
-    .s_axil_awready(s_axil_awready), .s_axil_wdata(s_axil_wdata), .s_axil_wstrb(4'hF),
+    .s_axil_awready(s_axil_awready), .s_axil_wdata(s_axil_wdata), .s_axil_wstrb(s_axil_wstrb),
     .s_axil_wvalid(s_axil_wvalid), .s_axil_wready(s_axil_wready), .s_axil_bresp(s_axil_bresp),
     .s_axil_bvalid(s_axil_bvalid), .s_axil_bready(s_axil_bready),
     .s_axil_araddr(s_axil_araddr), .s_axil_arprot(3'd0), .s_axil_arvalid(s_axil_arvalid),
@@ -292,77 +256,24 @@ vta_dram #(
     .write_beats(dram_write_beats)
 );
 
-// ------------------------------------------------------------ watchdog
-wire activity = evt_fetch_valid | evt_load_start | evt_load_retire | evt_compute_start
-              | evt_compute_retire | evt_store_start | evt_store_retire
-              | (m_axi_rvalid & m_axi_rready) | (m_axi_wvalid & m_axi_wready);
-always @(posedge clk) begin
-    if (rst_r || wd_clear_r || activity || irq)
-        idle_cycles <= 0;
-    else if (!wd_fire)
-        idle_cycles <= idle_cycles + 1;
-    wd_fire <= !rst_r && !wd_clear_r && wd_limit_r != 0 && idle_cycles >= {32'd0, wd_limit_r}
-               && !irq;
-end
+// ------------------------------------------------------------ watchdog, progress, trace
+vta_monitor monitor (
+    .clk(clk), .rst(rst_r), .trace_en(trace_en_r), .wd_limit(wd_limit_r), .wd_clear(wd_clear_r),
+    .irq(irq), .beat((m_axi_rvalid & m_axi_rready) | (m_axi_wvalid & m_axi_wready)),
+    .evt_fetch_valid(evt_fetch_valid), .evt_fetch_index(evt_fetch_index),
+    .evt_load_start(evt_load_start), .evt_load_retire(evt_load_retire),
+    .evt_load_index(evt_load_index),
+    .evt_compute_start(evt_compute_start), .evt_compute_retire(evt_compute_retire),
+    .evt_compute_index(evt_compute_index),
+    .evt_store_start(evt_store_start), .evt_store_retire(evt_store_retire),
+    .evt_store_index(evt_store_index),
+    .wd_fire(wd_fire), .cycle(cycle), .idle_cycles(idle_cycles), .last_fetch(last_fetch),
+    .load_started(load_started), .load_retired(load_retired),
+    .compute_started(compute_started), .compute_retired(compute_retired),
+    .store_started(store_started), .store_retired(store_retired)
+);
 
-// ------------------------------------------------------------ progress and trace
-integer trace_fd;
-reg [8*512-1:0] trace_file;
-reg irq_q, wd_q;
-initial begin
-    trace_fd = 0;
-    if ($value$plusargs("VTA_TRACE_FILE=%s", trace_file))
-        trace_fd = $fopen(trace_file, "w");
-    cycle = 0;
-    idle_cycles = 0;
-    irq_q = 0;
-    wd_q = 0;
-    wd_fire = 0;
-    cmd_ack = 0;
-    cmd_busy = 0;
-end
-
-always @(posedge clk) begin
-    if (rst_r) begin
-        cycle <= 0;
-        last_fetch <= 32'hFFFF_FFFF;
-        load_started <= 32'hFFFF_FFFF;
-        load_retired <= 32'hFFFF_FFFF;
-        compute_started <= 32'hFFFF_FFFF;
-        compute_retired <= 32'hFFFF_FFFF;
-        store_started <= 32'hFFFF_FFFF;
-        store_retired <= 32'hFFFF_FFFF;
-    end else begin
-        cycle <= cycle + 1;
-        if (evt_fetch_valid) last_fetch <= evt_fetch_index;
-        if (evt_load_start) load_started <= evt_load_index;
-        if (evt_load_retire) load_retired <= evt_load_index;
-        if (evt_compute_start) compute_started <= evt_compute_index;
-        if (evt_compute_retire) compute_retired <= evt_compute_index;
-        if (evt_store_start) store_started <= evt_store_index;
-        if (evt_store_retire) store_retired <= evt_store_index;
-    end
-    irq_q <= irq;
-    wd_q <= wd_fire;
-    if (trace_fd != 0 && trace_en_r && !rst_r) begin
-        if (evt_fetch_valid)
-            $fwrite(trace_fd, "%0d fetch %0d dispatch\n", cycle, evt_fetch_index);
-        if (evt_load_start)
-            $fwrite(trace_fd, "%0d load %0d start\n", cycle, evt_load_index);
-        if (evt_load_retire)
-            $fwrite(trace_fd, "%0d load %0d retire\n", cycle, evt_load_index);
-        if (evt_compute_start)
-            $fwrite(trace_fd, "%0d compute %0d start\n", cycle, evt_compute_index);
-        if (evt_compute_retire)
-            $fwrite(trace_fd, "%0d compute %0d retire\n", cycle, evt_compute_index);
-        if (evt_store_start)
-            $fwrite(trace_fd, "%0d store %0d start\n", cycle, evt_store_index);
-        if (evt_store_retire)
-            $fwrite(trace_fd, "%0d store %0d retire\n", cycle, evt_store_index);
-    end
-    if (trace_fd != 0 && ((irq && !irq_q) || (wd_fire && !wd_q)))
-        $fflush(trace_fd);
-end
+wire _unused_tb = &{1'b0, cmd_timeouts, 1'b0};
 
 endmodule
 

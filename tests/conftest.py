@@ -9,6 +9,10 @@ per (backend, preset) for the session and reused, as a simulator would be.
 Simulated backends run only some presets by default (Icarus: tiny; Verilator:
 tiny and default); a test asking for another preset is skipped with the reason.
 ``--rtl-presets tiny,default`` (or ``all``) widens that for every simulator.
+
+The AWS wrappers run the suite as backends ``f1-sim`` and ``f2-sim`` (Verilator), or
+``f1-sim:icarus`` / ``f2-sim:icarus``; with no --backend given, those four are added
+as ``slow`` parameters (``pytest -m slow tests/test_runtime.py tests/test_ops.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import vta  # noqa: E402
 
 #: Backends the program suite runs on when neither --backend nor $VTA_TEST_BACKENDS says.
 DEFAULT_BACKENDS = ("golden", "verilator", "icarus")
+#: The AWS wrappers simulated ("backend:simulator"); slow parameters in the default list.
+AWS_SIM_BACKENDS = ("f1-sim", "f2-sim", "f1-sim:icarus", "f2-sim:icarus")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -38,14 +44,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "default: icarus tiny, verilator tiny,default)")
 
 
-#: Presets each simulated backend runs unless --rtl-presets says otherwise.
+#: Presets each simulator runs unless --rtl-presets says otherwise.
 RTL_PRESETS = {"icarus": ("tiny",), "verilator": ("tiny", "default")}
+
+
+def split_backend(spec: str) -> tuple[str, dict]:
+    """``"f1-sim:icarus"`` -> (``"f1-sim"``, ``{"simulator": "icarus"}``)."""
+    name, _, simulator = spec.partition(":")
+    return name, ({"simulator": simulator} if simulator else {})
+
+
+def _simulator(spec: str) -> str | None:
+    name, options = split_backend(spec)
+    if name in RTL_PRESETS:
+        return name
+    if name.endswith("-sim"):
+        return options.get("simulator", "verilator")
+    return None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames:
         env = [b for b in os.environ.get("VTA_TEST_BACKENDS", "").split(",") if b]
-        backends = metafunc.config.getoption("--backend") or env or list(DEFAULT_BACKENDS)
+        backends = metafunc.config.getoption("--backend") or env or [
+            *DEFAULT_BACKENDS, *(pytest.param(b, marks=pytest.mark.slow) for b in AWS_SIM_BACKENDS)]
         metafunc.parametrize("backend", backends, scope="session")
 
 
@@ -63,15 +85,17 @@ def open_dev(backend, _device_cache, request):
     wanted = request.config.getoption("--rtl-presets")
 
     def opener(preset: str = "default") -> vta.device.Device:
-        if backend in RTL_PRESETS:
-            allowed = RTL_PRESETS[backend] if wanted is None else tuple(wanted.split(","))
+        simulator = _simulator(backend)
+        if simulator is not None:
+            allowed = RTL_PRESETS[simulator] if wanted is None else tuple(wanted.split(","))
             if "all" not in allowed and preset not in allowed:
                 pytest.skip(f"preset {preset!r} is not run on {backend} by default "
                             f"(runs: {', '.join(allowed)}; widen with --rtl-presets)")
         key = (backend, preset)
         dev = _device_cache.get(key)
         if dev is None or dev.closed:
-            dev = vta.open_device(backend, preset)
+            name, options = split_backend(backend)
+            dev = vta.open_device(name, preset, **options)
             _device_cache[key] = dev
         return dev
 

@@ -368,7 +368,7 @@ def test_run_checks_the_instruction_buffer(device):
 # ------------------------------------------------------------ open_device
 def test_open_device_unknown_backend_lists_valid_names():
     with pytest.raises(ValueError, match="backend must be one of golden, verilator, icarus, f1, "
-                                         "f2, not 'fpga'"):
+                                         "f2, f1-sim, f2-sim, not 'fpga'"):
         vta.open_device("fpga")
 
 

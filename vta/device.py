@@ -12,6 +12,8 @@ golden     vta.driver.golden     register model + NumPy golden model
 verilator  vta.driver.rtl        RTL simulation under Verilator (cocotb)
 icarus     vta.driver.rtl        RTL simulation under Icarus Verilog
 f1, f2     vta.driver.aws        AWS FPGA instance (PCIe BAR + card DMA)
+f1-sim,    vta.driver.aws_sim    the f1 / f2 transport against the simulated
+f2-sim                           AWS wrapper (hdl/aws) and shell models
 ========== ===================== ==========================================
 """
 
@@ -36,6 +38,8 @@ BACKENDS: dict[str, str] = {
     "icarus": "vta.driver.rtl",
     "f1": "vta.driver.aws",
     "f2": "vta.driver.aws",
+    "f1-sim": "vta.driver.aws_sim",
+    "f2-sim": "vta.driver.aws_sim",
 }
 
 log = logging.getLogger(__name__)
@@ -77,7 +81,8 @@ def open_device(backend: str = "golden", cfg: Config | str | Path | None = None,
     Parameters
     ----------
     backend : str
-        ``"golden"``, ``"verilator"``, ``"icarus"``, ``"f1"`` or ``"f2"``.
+        ``"golden"``, ``"verilator"``, ``"icarus"``, ``"f1"``, ``"f2"`` (on an AWS
+        FPGA instance), ``"f1-sim"`` or ``"f2-sim"`` (the AWS wrappers simulated).
     cfg : Config, str or Path, optional
         The configuration (object, preset name or vta_config.json path);
         default preset ``"default"``.  The device must implement exactly this

@@ -88,7 +88,8 @@ def _set_pdeathsig() -> None:  # runs in the child between fork and exec
 def _tb_sources() -> list[Path]:
     from ..sim.build import sim_dir
 
-    return [sim_dir() / "vta_dram.v", sim_dir() / "vta_tb.v"]
+    return [sim_dir() / name for name in ("vta_dram.v", "vta_axil_master.v", "vta_monitor.v",
+                                          "vta_tb.v")]
 
 
 def build_testbench(backend: str, cfg: Config, *, mem_size: int | None = None,
@@ -119,18 +120,30 @@ def build_testbench(backend: str, cfg: Config, *, mem_size: int | None = None,
 
 
 class RTLTransport(Transport):
-    """Transport to a persistent simulator process running ``sim/vta_harness.py``."""
+    """Transport to a persistent simulator process running ``sim/vta_harness.py``.
+
+    A subclass simulating another testbench (the AWS wrappers: :mod:`vta.driver.aws_sim`)
+    overrides :attr:`harness_module`, :meth:`harness_dirs`, :meth:`build_testbench`
+    and :meth:`harness_plusargs`; ``simulator`` then names the simulator and ``backend``
+    the backend.
+    """
 
     has_timing = True
+    #: cocotb test module (with its ``serve`` test) the simulator runs.
+    harness_module = "vta_harness"
 
     def __init__(self, backend: str, cfg: Config, *, waves: bool | str | Path = False,
                  trace: bool | str | Path | None = None, latency: int | tuple[int, int] = 2,
                  stall: float = 0.0, seed: int = 1, watchdog: int = DEFAULT_WATCHDOG,
-                 timeout: float = DEFAULT_TIMEOUT, mem_size: int | None = None):
+                 timeout: float = DEFAULT_TIMEOUT, mem_size: int | None = None,
+                 simulator: str | None = None):
         from ..sim import build as simbuild
 
-        if backend not in SIMULATORS:
-            raise ValueError(f"backend must be one of {', '.join(SIMULATORS)}, not {backend!r}")
+        simulator = backend if simulator is None else simulator
+        if simulator not in SIMULATORS:
+            what = "backend" if simulator == backend else "simulator"
+            raise ValueError(f"{what} must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
+        self.simulator = simulator
         rlat, wlat = (latency, latency) if isinstance(latency, int) else tuple(latency)
         if min(rlat, wlat) < 0:
             raise ValueError(f"latency must be non-negative, not {latency!r}")
@@ -142,8 +155,8 @@ class RTLTransport(Transport):
         self.cfg = cfg
         self.watchdog = int(watchdog)
         self.timeout = float(timeout)
-        self.mem_size = DEFAULT_MEM_SIZE[backend] if mem_size is None else int(mem_size)
-        self.build = build_testbench(backend, cfg, mem_size=self.mem_size, waves=bool(waves))
+        self.mem_size = DEFAULT_MEM_SIZE[simulator] if mem_size is None else int(mem_size)
+        self.build = self.build_testbench(bool(waves))
         self.workdir = Path(tempfile.mkdtemp(prefix=f"vta-{backend}-"))
         # kept after close when it holds the waveform (or, after a crash, the log)
         self.keep_workdir = bool(waves) and not isinstance(waves, (str, Path))
@@ -170,13 +183,13 @@ class RTLTransport(Transport):
                     f"+DRAM_STALL={round(stall * 256) if stall < 1 else 256}",
                     f"+DRAM_SEED={int(seed) & 0xFFFFFFFF or 1}",
                     f"+DRAM_BD_FILE={self.workdir / 'backdoor.hex'}",
-                    f"+VTA_TRACE_FILE={self._monitor_file}"]
+                    f"+VTA_TRACE_FILE={self._monitor_file}", *self.harness_plusargs()]
         parent, child = socket.socketpair()
         import vta
 
         argv, env = simbuild.launch_command(
-            self.build, "vta_harness", plusargs=plusargs,
-            python_path=[simbuild.sim_dir(), Path(vta.__file__).resolve().parents[1]],
+            self.build, self.harness_module, plusargs=plusargs,
+            python_path=[*self.harness_dirs(), Path(vta.__file__).resolve().parents[1]],
             results_file=self.workdir / "results.xml", waves_file=self.waves_file,
             extra_env={"VTA_HARNESS_FD": str(child.fileno()),
                        "VTA_BUS_BYTES": str(cfg.BUS_BYTES),
@@ -184,7 +197,8 @@ class RTLTransport(Transport):
                        "VTA_BD_FILE": str(self.workdir / "backdoor.hex"),
                        "VTA_TRACE_FILE": str(self._monitor_file),
                        "VTA_FAST_CLOCK": "0" if waves else "1",
-                       "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING")})
+                       "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING"),
+                       **self.harness_env()})
         self.log_file = self.workdir / "simulator.log"
         with open(self.log_file, "wb") as log:
             self._proc = subprocess.Popen(argv, env=env, cwd=self.workdir, stdin=subprocess.DEVNULL,
@@ -203,6 +217,25 @@ class RTLTransport(Transport):
         except BaseException:
             self.close()
             raise
+
+    # ------------------------------------------------------------ testbench hooks
+    def build_testbench(self, waves: bool):
+        """Build (or reuse) the testbench this transport simulates."""
+        return build_testbench(self.simulator, self.cfg, mem_size=self.mem_size, waves=waves)
+
+    def harness_dirs(self) -> list[Path]:
+        """Folders the harness module and what it imports live in."""
+        from ..sim.build import sim_dir
+
+        return [sim_dir()]
+
+    def harness_plusargs(self) -> list[str]:
+        """Simulator plusargs beyond the DRAM model's and the trace file."""
+        return []
+
+    def harness_env(self) -> dict[str, str]:
+        """Environment for the harness beyond (and overriding) the base settings."""
+        return {}
 
     # ------------------------------------------------------------ plumbing
     def _log_tail(self, lines: int = 25) -> str:
