@@ -313,10 +313,13 @@ def devices():
             from vta.sim.build import SimulatorError, simulator_version
 
             try:
-                simulator_version(sim)
+                simulator_version(sim.split(":")[1] if ":" in sim else
+                                  "verilator" if sim.endswith("-sim") else sim)
             except SimulatorError as exc:
                 pytest.skip(str(exc))
-            rtl = vta.open_device(sim, preset, trace=True)
+            backend, _, simulator = sim.partition(":")  # "f1-sim:icarus": an AWS wrapper
+            options = {"simulator": simulator} if simulator else {}
+            rtl = vta.open_device(backend, preset, trace=True, **options)
             golden = vta.open_device("golden", preset, mem_size=rtl.driver.transport.mem_size,
                                      trace=True)
             opened[key] = (golden, rtl, golden.alloc(ARENA), rtl.alloc(ARENA))
@@ -350,7 +353,21 @@ def test_random_programs(devices, sim, preset):
         _check_seed(devices, sim, preset, seed)
 
 
-SLOW_CASES = [*CASES, ("verilator", "aws")]  # aws: 512-bit bus
+#: Through the AWS wrappers (the f1/f2 transport, the shell models): "backend[:simulator]",
+#: with the seeds of the default run (Icarus simulates the 512-bit fabric slowly).
+AWS_CASES = [("f1-sim", "default", "1-2"), ("f2-sim:icarus", "tiny", "1")]
+
+
+@pytest.mark.parametrize("sim,preset,default_seeds", AWS_CASES,
+                         ids=[f"{s}-{p}" for s, p, _ in AWS_CASES])
+def test_random_programs_through_the_aws_wrappers(devices, sim, preset, default_seeds):
+    for seed in seeds(default_seeds):
+        _check_seed(devices, sim, preset, seed)
+
+
+SLOW_CASES = [*CASES, ("verilator", "aws"),  # aws: 512-bit bus
+              *((s, p) for s, p, _ in AWS_CASES), ("f1-sim:icarus", "tiny"),
+              ("f2-sim", "default"), ("f2-sim", "aws")]
 
 
 @pytest.mark.slow

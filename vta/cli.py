@@ -71,7 +71,8 @@ class _Main(click.Group):
 def main(verbose: int) -> None:
     """Toolkit for the VTA deep-learning accelerator.
 
-    Golden model and RTL simulation (Verilator, Icarus) behind one device API;
+    Golden model, RTL simulation (Verilator, Icarus) and AWS FPGAs (f1, f2 on an
+    instance; f1-sim, f2-sim: their wrappers simulated) behind one device API;
     program files to record, replay, trace, compare and check VTA programs.
 
     Exit status: 0 success, 1 error, 2 usage error, 3 a difference was found
@@ -229,7 +230,8 @@ def demo(config: str, backend: str, workload: str | None, images: int,
         options["capture"] = capture
     console = Console(stderr=as_json, soft_wrap=True)
     start = time.perf_counter()
-    hint = " (the first run builds the simulator: about a minute)" if backend != "golden" else ""
+    hint = (" (the first run builds the simulator: about a minute)"
+            if backend not in ("golden", "f1", "f2") else "")
     with console.status(f"opening the {backend} device{hint}..."):
         dev = open_device_cli(backend, cfg, options)
     with dev:

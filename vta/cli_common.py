@@ -39,7 +39,7 @@ EXIT_DIFFER = 3
 EXIT_INTERRUPTED = 130
 
 #: Backends a simulation flag applies to.
-SIMULATORS = ("verilator", "icarus")
+SIMULATORS = ("verilator", "icarus", "f1-sim", "f2-sim")
 
 
 def available_backends() -> tuple[str, ...]:

@@ -41,8 +41,9 @@ module vta_aws_cl #(
     parameter PCIS_ID_WIDTH = 6,
     // the memory port's ID width
     parameter MEM_ID_WIDTH = 16,
-    // VTA read / write bursts in flight (bounds the host's PCIS latency)
-    parameter VTA_READS = 4,
+    // log2 of VTA's read-data buffer in beats (bounds the host's PCIS latency)
+    parameter LOG_VTA_READ_BEATS = 7,
+    // VTA write bursts waiting for their response
     parameter VTA_WRITES = 4
 ) (
     input  wire                      clk,
@@ -327,7 +328,7 @@ vta_aws_idq #(.DATA_WIDTH(512), .ADDR_WIDTH(64), .ID_WIDTH(PCIS_ID_WIDTH)) idq (
 // ------------------------------------------------------------ crossbar onto card memory
 vta_aws_xbar #(
     .DATA_WIDTH(512), .ADDR_WIDTH(64), .S_ID_WIDTH(ID_WIDTH), .M_ID_WIDTH(MEM_ID_WIDTH),
-    .S1_READS(VTA_READS), .S1_WRITES(VTA_WRITES)
+    .LOG_R_BEATS(LOG_VTA_READ_BEATS), .S1_WRITES(VTA_WRITES)
 ) xbar (
     .clk(clk), .rst(rst),
     // port 0: host

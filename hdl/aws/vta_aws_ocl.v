@@ -115,7 +115,8 @@ reg        fw_aw_reg, fw_aw_next;   // AW still owed to vta_top
 reg        fw_w_reg, fw_w_next;     // W still owed to vta_top
 reg [1:0]  b_resp_reg, b_resp_next;
 
-wire w_take = w_state_reg == STATE_IDLE && s_axil_awvalid && s_axil_wvalid;
+// nothing is taken while in reset: the shell's access stays pending, and times out
+wire w_take = !rst && w_state_reg == STATE_IDLE && s_axil_awvalid && s_axil_wvalid;
 assign s_axil_awready = w_take;
 assign s_axil_wready = w_take;
 assign s_axil_bvalid = w_state_reg == STATE_RESP;
@@ -190,7 +191,7 @@ reg        fw_ar_reg, fw_ar_next;   // AR still owed to vta_top
 reg [31:0] r_data_reg, r_data_next;
 reg [1:0]  r_resp_reg, r_resp_next;
 
-wire r_take = r_state_reg == STATE_IDLE && s_axil_arvalid;
+wire r_take = !rst && r_state_reg == STATE_IDLE && s_axil_arvalid;
 assign s_axil_arready = r_take;
 assign s_axil_rvalid = r_state_reg == STATE_RESP;
 assign s_axil_rdata = r_data_reg;

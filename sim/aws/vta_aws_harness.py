@@ -9,7 +9,7 @@ op           request fields (payload)             reply fields (payload)
 ===========  ===================================  ========================================
 pcis_write   addr, id, beats (payload: the bytes)  pcis counters (below)
 pcis_read    addr, nbytes, id, beats               pcis counters (payload: the bytes)
-hold         on: hold the custom logic in reset    --
+hold         on: hold the custom logic in reset    -- (released: 64 cycles later)
 flr          pulse the function-level reset        flr_done (cycles until cl_sh_flr_done)
 info         --                                   the base fields, pcis counters,
                                                   ocl_timeouts, irq_seen, cl_id0, cl_id1
@@ -122,8 +122,9 @@ class AwsHarness(base.Harness):
                                         req.get("beats", 1))
             return self.pcis_counters(), data
         if op == "hold":
+            # on release, time for an access the shell model had given up on to drain
             dut.cl_hold.value = 1 if req.get("on") else 0
-            for _ in range(4):
+            for _ in range(4 if req.get("on") else 64):
                 await RisingEdge(self.clk)
             return {}, b""
         if op == "flr":

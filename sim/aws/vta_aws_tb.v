@@ -21,9 +21,10 @@
  * code serves both; pc_* and the shell-side counters are added.  Every input from
  * Python reaches the design through flip-flops (see vta_tb.v for why).
  *
- * rst resets everything; cl_hold holds only the custom logic in reset (rst_main_n
- * low) while the shell models keep running: accesses then time out as on an
- * instance whose AFI does not answer.
+ * rst resets everything; cl_hold holds the custom logic in reset (rst_main_n low)
+ * and with it the card memory's AXI port (its contents stay), while the OCL and
+ * PCIS models keep running: accesses then time out as on an instance whose AFI
+ * does not answer.
  */
 module vta_aws_tb #(
     // configuration (names as vta.Config keys; see docs/rtl-interface.md)
@@ -202,7 +203,7 @@ vta_dram #(
     .DATA_WIDTH(512), .ADDR_WIDTH(64), .ID_WIDTH(16), .LOG_MEM_BYTES(LOG_MEM_BYTES),
     .READ_LATENCY(READ_LATENCY), .WRITE_LATENCY(WRITE_LATENCY), .STALL(STALL)
 ) dram (
-    .clk(clk), .rst(rst_r),
+    .clk(clk), .rst(!rst_main_n),
     .s_axi_awid(mem_awid), .s_axi_awaddr(mem_awaddr), .s_axi_awlen(mem_awlen),
     .s_axi_awsize(mem_awsize), .s_axi_awburst(mem_awburst),
     .s_axi_awvalid(mem_awvalid), .s_axi_awready(mem_awready),

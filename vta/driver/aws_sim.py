@@ -188,7 +188,8 @@ class SimBar0:
     """BAR0 stand-in: 32-bit accesses become OCL AXI4-Lite transactions.
 
     A write of CTRL.START marks a run in flight; the next read lets the simulation
-    run to its end first (the host's wait), so polling costs one request.
+    run to its end first (the host's wait), so polling costs one request.  A run that
+    is no longer busy (a reset stopped it) is not waited for.
     """
 
     def __init__(self, sim: AwsSimShell, run_timeout: float):
@@ -200,7 +201,8 @@ class SimBar0:
     def read32(self, offset: int) -> int:
         if self.running:
             self.running = False
-            self.sim.wait_idle(self.run_timeout)
+            if self.sim.read32(regs.offset("STATUS")) & regs.STATUS_BUSY:
+                self.sim.wait_idle(self.run_timeout)
         return self.sim.read32(offset)
 
     def write32(self, offset: int, value: int) -> None:
