@@ -9,7 +9,7 @@ import vta
 
 @pytest.fixture(scope="session")
 def aws_device():
-    """``aws_device(shell, simulator, preset="tiny", **options)`` -> an open f1-sim / f2-sim device."""
+    """``aws_device(shell, simulator, preset="tiny", **options)`` -> an open f1/f2-sim device."""
     opened: dict = {}
 
     def get(shell: str, simulator: str, preset: str = "tiny", **options):
