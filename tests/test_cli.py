@@ -138,8 +138,8 @@ def test_demo_too_big_is_refused_up_front_naming_the_memory():
 def test_demo_negative_seed_and_rtl_flags_on_golden():
     one_line_error(run_cli("demo", "--seed", -5), 2, "-5 is not in the range x>=0")
     one_line_error(run_cli("demo", "-b", "golden", "--latency", 5), 2,
-                   "--latency only applies to the simulated backends (verilator, icarus), "
-                   "not golden")
+                   "--latency only applies to the simulated backends (verilator, icarus, f1-sim, "
+                   "f2-sim), not golden")
 
 
 def test_demo_without_the_sim_extra_gives_a_hint(monkeypatch):

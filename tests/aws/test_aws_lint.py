@@ -57,9 +57,14 @@ def test_iverilog_lint(top, preset, tmp_path):
         out.stdout + out.stderr)
 
 
-def test_register_header_matches_python():
-    """vta_aws_regs.vh carries vta.aws.regs's offsets and constants."""
+def test_register_header_and_docs_match_python():
+    """vta_aws_regs.vh and docs/aws.md carry vta.aws.regs's offsets and constants."""
+    from pathlib import Path
+
     from vta.aws import regs
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "aws.md").read_text()
+    assert regs.render_markdown() in docs
 
     text = regs.render_verilog()
     for reg in regs.REGISTERS:

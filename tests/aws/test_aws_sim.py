@@ -25,6 +25,8 @@ CASES = [pytest.param("f1", "verilator", "default", id="f1-verilator"),
          pytest.param("f2", "verilator", "default", id="f2-verilator", marks=pytest.mark.slow)]
 #: matmul (m, k, n) per preset for the runs below: long enough to overlap host traffic
 MATMUL = {"tiny": (16, 64, 16), "default": (32, 512, 32)}
+#: a short one
+SMALL = {"tiny": (8, 32, 8), "default": (16, 64, 16)}
 
 
 def _parts(dev):
@@ -179,15 +181,15 @@ def test_reset_and_flr_with_traffic_in_flight(aws_device, shell, sim, preset):
         else:
             assert s.flr() is not None, "cl_sh_flr_done never rose"
         assert not t.read32(regs.offset("STATUS")) & regs.STATUS_BUSY
-        prog, a, w = _start_matmul(dev, 8, 32, 8, seed=2)
+        prog, a, w = _start_matmul(dev, *SMALL[preset], seed=2)
         assert t.read32(regs.offset("STATUS")) & regs.STATUS_DONE
         np.testing.assert_array_equal(_result(dev, prog), prog.expected(a, w))
         assert s.info()["dram_protocol_errors"] == 0
 
 
-@pytest.mark.parametrize("shell,sim", [pytest.param("f2", "icarus", id="f2-icarus"),
-                                       pytest.param("f1", "verilator", id="f1-verilator",
-                                                    marks=pytest.mark.slow)])
+@pytest.mark.parametrize("shell,sim,preset", [
+    pytest.param("f2", "icarus", "tiny", id="f2-icarus"),
+    pytest.param("f1", "verilator", "default", id="f1-verilator", marks=pytest.mark.slow)])
 def test_stalls_on_every_channel(aws_device, shell, sim, preset):
     """Random stalls on every card-memory channel and on the host's PCIS master."""
     dev = aws_device(shell, sim, preset, stall=0.3, pcis_stall=0.3, seed=9)
