@@ -689,17 +689,21 @@ def _split(n_uops: int, iter_out: int, iter_in: int) -> Iterator[tuple[int, int,
                 yield o, 1, i0, min(step, iter_in - i0)
 
 
-def _grid(loops, col: int) -> np.ndarray:
-    """Offsets of field ``col`` over the loops, in loop order (first loop outermost)."""
-    off = np.zeros(1, dtype=np.int64)
-    for n, *factors in loops:
-        off = (off[:, None] + np.arange(n, dtype=np.int64) * factors[col]).reshape(-1)
-    return off
+def _offsets(loops, fields: int) -> np.ndarray:
+    """(fields, iterations) offsets of each micro-op field over ``loops``, outer loop first.
+
+    ``loops`` is a sequence of ``(count, factor of field 0, factor of field 1, ...)``; no
+    loops at all is one iteration with offset 0.
+    """
+    counts = [lp[0] for lp in loops]
+    steps = np.indices(counts).reshape(len(counts), int(np.prod(counts)))
+    factors = np.array([lp[1:] for lp in loops], dtype=np.int64).reshape(len(loops), fields)
+    return factors.T @ steps
 
 
 def _expand(base: np.ndarray, loops, col: int) -> np.ndarray:
     """Indices of one micro-op field over the whole nest, in execution order (o, i, u)."""
-    return (_grid(loops, col)[:, None] + base[None, :]).reshape(-1)
+    return (_offsets(loops, len(loops[0]) - 1)[col][:, None] + base[None, :]).reshape(-1)
 
 
 def _index(values: np.ndarray) -> slice | np.ndarray:
@@ -817,15 +821,12 @@ class _GemmPlan:
     """
 
     def __init__(self, rel: np.ndarray, loops, cfg: Config):
-        dst, src, wgt = rel
         red = [lp for lp in loops if lp[0] > 1 and lp[1] == 0]
         par = [lp for lp in loops if not (lp[0] > 1 and lp[1] == 0)]
-        # one pair per (micro-op, parallel position), sorted by destination
-        d, xs, ws = ((base[:, None] + _grid(par, c)).reshape(-1)
-                     for c, base in enumerate((dst, src, wgt)))
-        order = np.argsort(d, kind="stable")
-        d, xs, ws = d[order], xs[order], ws[order]
-        r_src, r_wgt = _grid(red, 1), _grid(red, 2)
+        # one pair per (micro-op, parallel position): dst, src, wgt, sorted by destination
+        pairs = (rel[:, :, None] + _offsets(par, 3)[:, None, :]).reshape(3, -1)
+        d, xs, ws = pairs[:, np.argsort(pairs[0], kind="stable")]
+        _, r_src, r_wgt = _offsets(red, 3)
         self.k = r_src.size * cfg.BLOCK_IN
         self.ftype = np.float32 if self.k * (1 << 14) < (1 << 24) else np.float64
         x_keys, self.x_of = _index_set(xs)
