@@ -653,3 +653,44 @@ def test_long_stream_decodes_in_bounded_memory(monkeypatch):
     assert (counters.load_insns, counters.compute_insns, counters.tokens["l2g"]) == (
         n // 2, n // 2 + 1, n // 2)
     assert peak < 2 << 20, f"peak {peak / 2**20:.1f} MiB"
+
+
+@pytest.mark.parametrize("layout, uops, loops", [
+    # 2 inputs x 3 weights, destination w*2 + x: one product per weight
+    ("weight-major", [Uop(0, 0, 0), Uop(2, 0, 1), Uop(4, 0, 2)], dict(
+        iter_out=2, iter_in=3, dst_factor_out=1, src_factor_out=5, src_factor_in=1,
+        wgt_factor_in=4)),
+    # destination x*3 + w: the product table in order
+    ("input-major", [Uop(0, 0, 0), Uop(1, 0, 1), Uop(2, 0, 2)], dict(
+        iter_out=2, iter_in=3, dst_factor_out=3, src_factor_out=5, src_factor_in=1,
+        wgt_factor_in=4)),
+    # every combination, destinations in another order: picked from the table
+    ("picked", [Uop(5, 0, 0), Uop(0, 0, 1), Uop(3, 0, 2)], dict(
+        iter_out=2, iter_in=1, dst_factor_out=1, src_factor_out=7)),
+    # weight-major blocks but inputs reversed inside each: picked too
+    ("picked", [Uop(1, 0, 0), Uop(0, 5, 0)], dict(
+        iter_out=3, iter_in=1, dst_factor_out=2, wgt_factor_out=4)),
+    # input-major blocks but weights reversed inside each: picked
+    ("picked", [Uop(1, 0, 0), Uop(0, 0, 4)], dict(
+        iter_out=3, iter_in=1, dst_factor_out=2, src_factor_out=5)),
+    # a diagonal: few of the combinations, one product per weight's group
+    ("grouped", [Uop(k, k, k) for k in range(6)], dict(iter_out=1, iter_in=2, src_factor_in=9,
+                                                        wgt_factor_in=9)),
+])
+def test_gemm_product_layouts_match_the_serial_result(layout, uops, loops):
+    """Each way the plan turns products into destinations, against the one-at-a-time sum."""
+    rng = np.random.default_rng(31)
+    rig = Rig(TINY)
+    sp = rig.model.sp
+    sp.acc[:] = rand(rng, sp.acc.shape, -2**31, 2**31, np.int32)
+    sp.inp[:] = rand(rng, sp.inp.shape, -128, 128, np.int8)
+    sp.wgt[:] = rand(rng, sp.wgt.shape, -128, 128, np.int8)
+    for k, u in enumerate(uops):
+        sp.uop[k] = int.from_bytes(encode_uop(u, TINY), "little")
+    insn = GemmInsn(opcode=Opcode.GEMM, uop_end=len(uops), **loops)
+    acc, out = nest_reference(sp, uops, insn)
+    rig.run([insn, FINISH])
+    np.testing.assert_array_equal(sp.acc, acc.astype(np.int32))
+    np.testing.assert_array_equal(sp.out, out)
+    plans = [p for p in rig.model._plans.values() if isinstance(p, golden._GemmPlan)]
+    assert [p.layout for p in plans] == [layout]

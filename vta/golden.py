@@ -247,6 +247,7 @@ class GoldenModel:
         positions = dict.fromkeys(ENGINES, 0)  # next position in each engine's queue
         heads: dict[str, tuple[int, Insn, _Links]] = {}  # decoded, not yet retired
         retired = dict.fromkeys(ENGINES, 0)
+        effects: dict[str, int] = {}  # counter -> amount added by retired instructions
         finished = False
         try:
             while True:
@@ -274,8 +275,7 @@ class GoldenModel:
                     for q in links.pops:
                         tokens[q] -= 1
                     if effect is not None:
-                        name, amount = effect
-                        setattr(counters, name, getattr(counters, name) + amount)
+                        effects[effect[0]] = effects.get(effect[0], 0) + effect[1]
                     retired[engine] += 1
                     finished |= insn.opcode == _FINISH
                     positions[engine] += 1
@@ -287,6 +287,8 @@ class GoldenModel:
                 if not progress:
                     break
         finally:
+            for name, amount in effects.items():
+                setattr(counters, name, amount)
             counters.load_insns, counters.compute_insns, counters.store_insns = (
                 retired[e] for e in ENGINES)
         stuck = {engine: (heads[engine][0], next(q for q in heads[engine][2].pops
@@ -419,10 +421,10 @@ class GoldenModel:
         if insn.memory_type != MemId.OUT:
             raise self._fault("store", index, "memory_type",
                               f"STORE memory_type must be OUT (4), not {insn.memory_type}")
-        for pad in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
-            if getattr(insn, pad):
-                raise self._fault("store", index, pad,
-                                  f"STORE {pad} must be 0, not {getattr(insn, pad)}")
+        if insn.y_pad_0 or insn.y_pad_1 or insn.x_pad_0 or insn.x_pad_1:
+            pad = next(p for p in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1") if getattr(insn, p))
+            raise self._fault("store", index, pad,
+                              f"STORE {pad} must be 0, not {getattr(insn, pad)}")
         depth = self._depth["out"]
         count = insn.x_size * insn.y_size
         if insn.sram_base + count > depth:
@@ -835,37 +837,53 @@ class _GemmPlan:
         self.nx, self.nw, self.reductions = x_keys.size, w_keys.size, r_src.size
         self.x_rows = _index((x_keys[:, None] + r_src).reshape(-1))
         self.w_rows = _index((w_keys[:, None] + r_wgt).reshape(-1))
-        self.pick = None
-        if x_keys.size * w_keys.size <= 4 * d.size:  # dense: one product, then pick pairs
-            self.pick = self.x_of * w_keys.size + self.w_of
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(d)) + 1))
+        self.sum_starts = None if starts.size == d.size else starts  # repeated destinations
+        self.dst = _index(d[starts])
+        # How products become the per-pair contributions, in destination order:
+        nx, nw = x_keys.size, w_keys.size
+        every = self.sum_starts is None and nx * nw == d.size  # each destination once
+        pos = np.arange(d.size)
+        if every and np.array_equal(self.w_of, pos // nx) and np.array_equal(self.x_of, pos % nx):
+            self.layout = "weight-major"  # pair (w, x) at w*nx + x: one product per weight
+        elif every and np.array_equal(self.x_of, pos // nw) and np.array_equal(self.w_of,
+                                                                                pos % nw):
+            self.layout = "input-major"  # pair (x, w) at x*nw + w: the product table itself
+        elif nx * nw <= 4 * d.size:
+            self.layout = "picked"  # most combinations needed: the whole table, then pick
+            self.pick = self.x_of * nw + self.w_of
         else:
+            self.layout = "grouped"  # few combinations: one product per group of a weight
             by_w = np.argsort(self.w_of, kind="stable")
             bounds = np.concatenate(([0], np.flatnonzero(np.diff(self.w_of[by_w])) + 1,
                                      [by_w.size]))
             self.groups = [by_w[bounds[g]:bounds[g + 1]] for g in range(bounds.size - 1)]
-        starts = np.concatenate(([0], np.flatnonzero(np.diff(d)) + 1))
-        self.sum_starts = None if starts.size == d.size else starts  # repeated destinations
-        self.dst = _index(d[starts])
 
     def execute(self, sp: Scratchpads, bases, insn: GemmInsn) -> None:
         b, bi = sp.inp.shape[1:]
         bo = sp.wgt.shape[1]
         k, ftype, nx, nw, red = self.k, self.ftype, self.nx, self.nw, self.reductions
-        # (nx*b, K) inputs and (nw*bo, K) weights, K ordered (reduction step, lane)
+        # (nx*b, K) inputs, K ordered (reduction step, lane); weights (nw, red, bo, bi)
         x_mat = sp.inp[bases[1]:][self.x_rows].reshape(nx, red, b, bi).transpose(
             0, 2, 1, 3).astype(ftype, order="C").reshape(nx * b, k)
-        w_mat = sp.wgt[bases[2]:][self.w_rows].reshape(nw, red, bo, bi).transpose(
-            0, 2, 1, 3).astype(ftype, order="C").reshape(nw * bo, k)
-        if self.pick is not None:
-            table = (x_mat @ w_mat.T).reshape(nx, b, nw, bo).transpose(0, 2, 1, 3)
-            contrib = np.take(table.reshape(nx * nw, b * bo), self.pick, axis=0)
+        w = sp.wgt[bases[2]:][self.w_rows].reshape(nw, red, bo, bi)
+        if self.layout == "weight-major":  # (nw, nx*b, bo): rows (w, x) of b x bo
+            w3 = w.transpose(0, 1, 3, 2).astype(ftype, order="C").reshape(nw, k, bo)
+            contrib = np.matmul(x_mat, w3).reshape(-1, b * bo)
         else:
-            contrib = np.empty((self.x_of.size, b * bo), dtype=ftype)
-            x3 = x_mat.reshape(nx, b, k)
-            for rows in self.groups:
-                w = self.w_of[rows[0]]
-                contrib[rows] = (x3[self.x_of[rows]] @ w_mat[w * bo:(w + 1) * bo].T).reshape(
-                    rows.size, b * bo)
+            w_mat = w.transpose(0, 2, 1, 3).astype(ftype, order="C").reshape(nw * bo, k)
+            if self.layout != "grouped":
+                table = (x_mat @ w_mat.T).reshape(nx, b, nw, bo).transpose(0, 2, 1, 3)
+                contrib = table.reshape(nx * nw, b * bo)  # rows (x, w)
+                if self.layout == "picked":
+                    contrib = np.take(contrib, self.pick, axis=0)
+            else:
+                contrib = np.empty((self.x_of.size, b * bo), dtype=ftype)
+                x3 = x_mat.reshape(nx, b, k)
+                for rows in self.groups:
+                    g = self.w_of[rows[0]]
+                    contrib[rows] = (x3[self.x_of[rows]] @ w_mat[g * bo:(g + 1) * bo].T).reshape(
+                        rows.size, b * bo)
         if self.sum_starts is None and ftype is np.float32:
             sums = contrib.astype(np.int32)  # |value| < 2**24: exact
         else:
