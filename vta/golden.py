@@ -697,10 +697,11 @@ def _offsets(loops, fields: int) -> np.ndarray:
     ``loops`` is a sequence of ``(count, factor of field 0, factor of field 1, ...)``; no
     loops at all is one iteration with offset 0.
     """
-    counts = [lp[0] for lp in loops]
-    steps = np.indices(counts).reshape(len(counts), int(np.prod(counts)))
-    factors = np.array([lp[1:] for lp in loops], dtype=np.int64).reshape(len(loops), fields)
-    return factors.T @ steps
+    off = np.zeros((fields, 1), dtype=np.int64)
+    for n, *factors in loops:
+        step = np.array(factors, dtype=np.int64)[:, None] * np.arange(n)  # (fields, n)
+        off = (off[:, :, None] + step[:, None, :]).reshape(fields, -1)
+    return off
 
 
 def _expand(base: np.ndarray, loops, col: int) -> np.ndarray:
@@ -708,11 +709,15 @@ def _expand(base: np.ndarray, loops, col: int) -> np.ndarray:
     return (_offsets(loops, len(loops[0]) - 1)[col][:, None] + base[None, :]).reshape(-1)
 
 
-def _index(values: np.ndarray) -> slice | np.ndarray:
-    """``values`` as a slice when they are consecutive ascending integers (a cheap view)."""
+def _index(values: np.ndarray, increasing: bool = False) -> slice | np.ndarray:
+    """``values`` as a slice when they are consecutive ascending integers (a cheap view).
+
+    ``increasing``: the caller knows the values strictly increase, so the ends decide.
+    """
     n = values.size
     first = int(values[0]) if n else 0
-    if n and int(values[-1]) - first == n - 1 and (n == 1 or (np.diff(values) == 1).all()):
+    if n and int(values[-1]) - first == n - 1 and (
+            increasing or n == 1 or (np.diff(values) == 1).all()):
         return slice(first, first + n)
     return values
 
@@ -728,7 +733,7 @@ class _ResetPlan:
 
     def __init__(self, rel: np.ndarray, loops, cfg: Config):
         dst = _index(_expand(rel[0], loops, 0))
-        self.dst = dst if isinstance(dst, slice) else _index(_index_set(dst)[0])
+        self.dst = dst if isinstance(dst, slice) else _index(_index_set(dst)[0], True)
 
     def execute(self, sp: Scratchpads, bases, insn: GemmInsn) -> None:
         sp.acc2[bases[0]:][self.dst] = 0
@@ -839,19 +844,18 @@ class _GemmPlan:
         self.w_rows = _index((w_keys[:, None] + r_wgt).reshape(-1))
         starts = np.concatenate(([0], np.flatnonzero(np.diff(d)) + 1))
         self.sum_starts = None if starts.size == d.size else starts  # repeated destinations
-        self.dst = _index(d[starts])
+        self.dst = _index(d[starts], increasing=True)
         # How products become the per-pair contributions, in destination order:
         nx, nw = x_keys.size, w_keys.size
         every = self.sum_starts is None and nx * nw == d.size  # each destination once
-        pos = np.arange(d.size)
-        if every and np.array_equal(self.w_of, pos // nx) and np.array_equal(self.x_of, pos % nx):
+        in_table = self.x_of * nw + self.w_of  # each pair's row in the (x, w) product table
+        if every and np.array_equal(self.w_of * nx + self.x_of, np.arange(d.size)):
             self.layout = "weight-major"  # pair (w, x) at w*nx + x: one product per weight
-        elif every and np.array_equal(self.x_of, pos // nw) and np.array_equal(self.w_of,
-                                                                                pos % nw):
+        elif every and np.array_equal(in_table, np.arange(d.size)):
             self.layout = "input-major"  # pair (x, w) at x*nw + w: the product table itself
         elif nx * nw <= 4 * d.size:
             self.layout = "picked"  # most combinations needed: the whole table, then pick
-            self.pick = self.x_of * nw + self.w_of
+            self.pick = in_table
         else:
             self.layout = "grouped"  # few combinations: one product per group of a weight
             by_w = np.argsort(self.w_of, kind="stable")
