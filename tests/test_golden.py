@@ -694,3 +694,31 @@ def test_gemm_product_layouts_match_the_serial_result(layout, uops, loops):
     np.testing.assert_array_equal(sp.out, out)
     plans = [p for p in rig.model._plans.values() if isinstance(p, golden._GemmPlan)]
     assert [p.layout for p in plans] == [layout]
+
+
+@pytest.mark.parametrize("n_out, n_in, f_out, f_in", [
+    (3, 4, 4, 1), (4, 1, 1, 9), (1, 5, 7, 1), (3, 4, 5, 1), (3, 4, 1, 3), (3, 4, 0, 1),
+    (4, 1, 2, 0), (1, 5, 0, 2), (2, 3, 3, 0)])
+def test_single_micro_op_nests_reset_and_alu(n_out, n_in, f_out, f_in):
+    """One micro-op over a nest: consecutive entries (a slice), gaps, strides and repeats,
+    for a reset and an ALU op with an immediate (applied once per visit)."""
+    rng = np.random.default_rng(n_out * 100 + n_in * 10 + f_out + f_in)
+    rig = Rig(TINY)
+    sp = rig.model.sp
+    sp.acc[:] = rand(rng, sp.acc.shape, -1000, 1000, np.int32)
+    sp.uop[0] = int.from_bytes(encode_uop(Uop(2, 0, 0), TINY), "little")
+    visits = [2 + o * f_out + i * f_in for o in range(n_out) for i in range(n_in)]
+    acc = sp.acc.astype(np.int64)
+    out = np.zeros_like(sp.out)
+    for d in visits:
+        acc[d] += 3
+        out[d] = acc[d].astype(np.int8)
+    rig.run([alu(AluOp.ADD, 0, 1, iter_out=n_out, iter_in=n_in, dfo=f_out, dfi=f_in, imm=3),
+             FINISH])
+    np.testing.assert_array_equal(sp.acc, acc)
+    np.testing.assert_array_equal(sp.out, out)
+    rig.run([GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_end=1, iter_out=n_out, iter_in=n_in,
+                      dst_factor_out=f_out, dst_factor_in=f_in), FINISH])
+    acc[visits] = 0
+    np.testing.assert_array_equal(sp.acc, acc)
+    np.testing.assert_array_equal(sp.out, out)  # a reset leaves OUT alone

@@ -221,12 +221,13 @@ class GoldenModel:
         self._depth = {name: arr.shape[0] for name, arr in self.sp.buffers().items()}
         self._elem_bytes = {name: raw.shape[1] for name, raw in self.sp.raw.items()}
         uop_fields = layout("uop", cfg)
-        self._nest_fields = {  # kind -> (fields used, their shifts, masks, buffer depths)
-            kind: (used,
-                   np.array([[uop_fields[f].lo] for f in used], dtype=np.uint32),
-                   np.array([[(1 << uop_fields[f].width) - 1] for f in used], dtype=np.uint32),
-                   tuple(self._depth[buf.lower()] for buf in _FIELD_BUFFER[kind]))
-            for kind, used in _NEST_FIELDS.items()}
+        # kind -> (fields used, their (lo, mask), the same as (k, 1) arrays, buffer depths)
+        self._nest_fields = {}
+        for kind, used in _NEST_FIELDS.items():
+            lo_mask = [(uop_fields[f].lo, (1 << uop_fields[f].width) - 1) for f in used]
+            self._nest_fields[kind] = (
+                used, lo_mask, np.array(lo_mask, dtype=np.uint32).T[:, :, None],
+                tuple(self._depth[buf.lower()] for buf in _FIELD_BUFFER[kind]))
 
     # ------------------------------------------------------------------ run
     def run(self, insn_addr: int, insn_count: int, *,
@@ -505,12 +506,18 @@ class GoldenModel:
     def _pieces(self, index: int, insn: GemmInsn | AluInsn, kind: str, raw: np.ndarray,
                 factors) -> Iterator[tuple[object, list[int]]]:
         """Check a nest's indices, then yield (plan, bases) for each piece in order."""
-        used, shifts, masks, depths = self._nest_fields[kind]
-        fields = ((raw >> shifts) & masks).astype(np.int64)  # (fields used, n_uops)
-        mins = fields.min(axis=1, keepdims=True)
-        rel = fields - mins
-        low = mins.ravel().tolist()
-        spans = rel.max(axis=1).tolist()
+        used, lo_mask, (shifts, masks), depths = self._nest_fields[kind]
+        if raw.size == 1:  # one micro-op (an epilogue's ALU op or a reset): plain integers
+            word = int(raw[0])
+            low = [(word >> lo) & mask for lo, mask in lo_mask]
+            spans = [0] * len(used)
+            rel = np.zeros((len(used), 1), dtype=np.int64)
+        else:
+            fields = ((raw >> shifts) & masks).astype(np.int64)  # (fields used, n_uops)
+            mins = fields.min(axis=1, keepdims=True)
+            rel = fields - mins
+            low = mins.ravel().tolist()
+            spans = rel.max(axis=1).tolist()
         f_out = [factors[0][f] for f in used]
         f_in = [factors[1][f] for f in used]
         for k, f in enumerate(used):
@@ -709,6 +716,18 @@ def _expand(base: np.ndarray, loops, col: int) -> np.ndarray:
     return (_offsets(loops, len(loops[0]) - 1)[col][:, None] + base[None, :]).reshape(-1)
 
 
+def _consecutive(rel: np.ndarray, loops, col: int) -> slice | None:
+    """Field ``col`` of a one-micro-op nest as a slice, if the nest visits consecutive
+    ascending entries (outer loop outside, inner inside), each once; else None."""
+    if rel.shape[1] != 1:
+        return None
+    (n_out, *f_out), (n_in, *f_in) = loops
+    if n_in > 1 and f_in[col] != 1 or n_out > 1 and f_out[col] != (n_in if n_in > 1 else 1):
+        return None
+    first = int(rel[col, 0])
+    return slice(first, first + n_out * n_in)
+
+
 def _index(values: np.ndarray, increasing: bool = False) -> slice | np.ndarray:
     """``values`` as a slice when they are consecutive ascending integers (a cheap view).
 
@@ -732,7 +751,7 @@ class _ResetPlan:
     """GEMM with reset_reg: the nest's ACC entries become 0 (OUT is left alone)."""
 
     def __init__(self, rel: np.ndarray, loops, cfg: Config):
-        dst = _index(_expand(rel[0], loops, 0))
+        dst = _consecutive(rel, loops, 0) or _index(_expand(rel[0], loops, 0))
         self.dst = dst if isinstance(dst, slice) else _index(_index_set(dst)[0], True)
 
     def execute(self, sp: Scratchpads, bases, insn: GemmInsn) -> None:
@@ -747,10 +766,14 @@ class _AluPlan:
     """
 
     def __init__(self, rel: np.ndarray, loops, cfg: Config):
+        self.segments = []
+        run = _consecutive(rel, loops, 0)
+        if rel.shape[0] == 1 and run:  # no source, distinct destinations: no hazard
+            self.segments.append((run, None))
+            return
         dst = _expand(rel[0], loops, 0)
         src = _expand(rel[1], loops, 1) if rel.shape[0] > 1 else None
-        self.segments = []
-        if src is None and isinstance(_index(dst), slice):  # distinct entries: no hazard
+        if src is None and isinstance(_index(dst), slice):
             self.segments.append((_index(dst), None))
             return
         depth = int(dst.max() if src is None else max(dst.max(), src.max())) + 1
