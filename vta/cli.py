@@ -483,6 +483,10 @@ from .graph.cli import graph_cmd  # noqa: E402  (after the helpers it uses)
 
 main.add_command(graph_cmd)
 
+from .aws.cli import aws_cmd  # noqa: E402
+
+main.add_command(aws_cmd)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

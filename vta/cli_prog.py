@@ -32,12 +32,15 @@ def load_program(path: Path):
 
 def _options_for(prog, backend: str, sim: dict, **extra) -> dict:
     options = device_options(backend, **sim, **extra)
+    if backend in ("f1", "f2"):  # the card's memory: its size is the card's
+        return options
     if "mem_size" not in options and prog.mem_size is not None:
         options["mem_size"] = prog.mem_size
     if "mem_size" not in options and backend != "golden":
         from .driver import rtl
 
-        if prog.end > rtl.DEFAULT_MEM_SIZE[backend]:  # the smallest power of two that fits
+        simulator = "verilator" if backend.endswith("-sim") else backend
+        if prog.end > rtl.DEFAULT_MEM_SIZE[simulator]:  # the smallest power of two that fits
             options["mem_size"] = 1 << (prog.end - 1).bit_length()
     return options
 
