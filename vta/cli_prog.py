@@ -263,11 +263,13 @@ def trace() -> None:
 @friendly
 def trace_run(program: Path, backend: str, out_file: Path | None, engines, index_range,
               perfetto, png, as_json: bool, **sim) -> None:
-    """Run PROG and show, per instruction, its engine, dispatch/start/retire cycles,
-    the tokens it popped (and which instruction pushed them) and pushed, and what it
-    waited for (a token, the engine's previous instruction) before it started; busy
-    is DRAM time for LOAD/STORE and compute time for GEMM/ALU.  The golden backend
-    gives the retire order without cycles.
+    """Run PROG and show its per-instruction trace.
+
+    Per instruction: engine, dispatch/start/retire cycles, the tokens it popped
+    (and which instruction pushed them) and pushed, and what it waited for (a
+    token, the engine's previous instruction) before it started; busy is DRAM
+    time for LOAD/STORE and compute time for GEMM/ALU.  The golden backend gives
+    the retire order without cycles.
 
     \b
     Example:
