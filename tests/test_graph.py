@@ -509,3 +509,25 @@ def test_graph_run_command(tmp_path, rng):
     assert result.exit_code == 1
     assert "GraphError: input 'input' must have shape ('N', 16, 8, 8), not (2, 3, 8, 8)" \
         in result.output
+
+
+@pytest.mark.slow
+def test_training_script_exports_a_model_the_runtime_runs(tmp_path):
+    """scripts/train_digits.py end to end (2 epochs): ONNX + held-out split, accuracies printed."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("sklearn")
+    script = Path(__file__).resolve().parent.parent / "scripts" / "train_digits.py"
+    result = subprocess.run([sys.executable, str(script), "--epochs", "2", "--out", str(tmp_path)],
+                            capture_output=True, text=True, timeout=600, check=True)
+    assert "int8 reference" in result.stdout and "float (NumPy)" in result.stdout
+    g = graph.load_onnx(tmp_path / "digits.onnx")
+    assert g.metadata["epochs"] == "2"
+    with np.load(tmp_path / "digits_test.npz") as f:
+        images, labels = f["images"], f["labels"]
+    assert images.shape == (360, 8, 8) and images.max() <= 16
+    x = (images.astype(np.float32) / 16)[:, None]
+    logits = graph.run_reference(g, {"input": x})["logits"]
+    assert (logits.argmax(1) == labels).mean() > 0.5  # 2 epochs already learn something
