@@ -114,7 +114,8 @@ def test_fields_that_no_longer_fit_the_micro_op():
 
 
 def test_bad_preset_name_and_bad_json(tmp_path):
-    with pytest.raises(vta.ConfigError, match="preset name \\(default, tiny, aws\\) or the path"):
+    with pytest.raises(vta.ConfigError,
+                       match="preset name \\(default, tiny, aws, aws32\\) or the path"):
         Config.load("huge")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")

@@ -367,7 +367,7 @@ def test_random_programs_through_the_aws_wrappers(devices, sim, preset, default_
 
 SLOW_CASES = [*CASES, ("verilator", "aws"),  # aws: 512-bit bus
               *((s, p) for s, p, _ in AWS_CASES), ("f1-sim:icarus", "tiny"),
-              ("f2-sim", "default"), ("f2-sim", "aws")]
+              ("f2-sim", "default"), ("f2-sim", "aws"), ("f2-sim", "aws32")]
 
 
 @pytest.mark.slow

@@ -59,7 +59,7 @@ LOOP_ITER_BITS = 14
 #: full queue is an error (decision 7), in the golden model and the RTL alike.
 TOKEN_QUEUE_DEPTH = 512
 
-PRESETS = ("default", "tiny", "aws")
+PRESETS = ("default", "tiny", "aws", "aws32")
 
 
 @dataclass(frozen=True)

@@ -204,3 +204,20 @@ def test_stalls_on_every_channel(aws_device, shell, sim, preset):
     acc = x.astype(np.int64) @ w.astype(np.int64).T
     np.testing.assert_array_equal(y, (acc >> 6).astype(np.int8))
     assert s.info()["pc_late"] == 0
+
+
+@pytest.mark.slow
+def test_aws32_preset_through_the_f2_wrapper(aws_device):
+    """The F2 preset with a 32x32 GEMM core (1,024 MACs per cycle): dense layers of several
+    shapes through the F2 wrapper under Verilator, checked against NumPy.  (Random programs
+    against the golden model: tests/test_differential.py, slow case f2-sim-aws32.)"""
+    dev = aws_device("f2", "verilator", "aws32")
+    rng = np.random.default_rng(32)
+    for m, k, n in [(1, 32, 32), (64, 256, 96), (33, 100, 70)]:
+        x = rng.integers(-128, 128, (m, k), dtype=np.int8)
+        w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+        bias = rng.integers(-5000, 5000, n, dtype=np.int32)
+        y = ops.dense(dev, x, w, bias=bias, shift=9, relu=True)
+        acc = x.astype(np.int64) @ w.astype(np.int64).T + bias
+        np.testing.assert_array_equal(y, np.maximum(acc >> 9, 0).astype(np.int8),
+                                      err_msg=f"dense {m}x{k} @ ({n}x{k})^T")

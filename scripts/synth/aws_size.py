@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Resources of the AWS custom logic (wrapper + VTA) against what each shell leaves.
+
+Synthesises ``vta_aws_f1`` / ``vta_aws_f2`` (hdl/aws, with VTA inside) with yosys
+``synth_xilinx -family xcup`` (vta.synth) and prints LUT, FF, DSP, BRAM and URAM
+against the device's totals less the shell's share.  yosys's mapping is not
+Vivado's: the figures size the design, they are not a placement result.  A few
+CPU minutes per configuration; needs Debian's yosys.
+
+    python scripts/synth/aws_size.py [--build f1:aws,f2:aws,f2:aws32] [--workdir DIR] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from vta import Config, hdlgen
+from vta.aws.regs import SHELLS
+from vta.driver.aws_sim import aws_sources, write_aws_header
+from vta.synth import analyse, run_yosys
+
+#: Device totals (AMD Virtex UltraScale+ product tables): CLB LUTs, CLB flip-flops,
+#: DSP48E2 slices, 36 Kb block RAMs, 288 Kb UltraRAMs.
+DEVICES = {
+    "VU9P": {"LUT": 1_182_240, "FF": 2_364_480, "DSP": 6_840, "BRAM36": 2_160, "URAM": 960},
+    "VU47P": {"LUT": 1_303_680, "FF": 2_607_360, "DSP": 9_024, "BRAM36": 2_016, "URAM": 960},
+}
+#: The part each shell runs on and the share of it the custom logic may use:
+#: the F1 XDMA shell takes about 20% of the VU9P, the F2 Small Shell leaves 88%
+#: of the VU47P (aws/aws-fpga documentation; docs/aws.md).
+BUDGET = {"f1": ("VU9P", 0.80), "f2": ("VU47P", 0.88)}
+
+
+def measure(shell: str, preset: str, work: Path) -> dict:
+    cfg = Config.load(preset)
+    spec = SHELLS[shell]
+    hdr = work / "include"
+    hdlgen.write_headers(cfg, hdr)
+    write_aws_header(hdr)
+    params = {k: v for k, v in hdlgen.top_parameters(cfg).items()
+              if k not in ("MEM_SIZE", "ADDR_WIDTH", "ID_WIDTH")}
+    params["LOG_MEM_BYTES"] = spec.log_mem_bytes
+    start = time.perf_counter()
+    netlist = run_yosys(spec.module, [*hdlgen.hdl_sources(), *aws_sources()], work,
+                        includes=(hdr,), parameters=params)
+    report = analyse(netlist, f"{shell}:{preset}")
+    t = report.total
+    used = {"LUT": t.get("LUT", 0) + t.get("SRL", 0) + 4 * t.get("LUTRAM", 0),
+            "FF": t.get("FF", 0), "DSP": t.get("DSP", 0),
+            "BRAM36": t.get("BRAM36", 0) + t.get("BRAM18", 0) / 2, "URAM": t.get("URAM", 0)}
+    device, share = BUDGET[shell]
+    budget = {k: int(v * share) for k, v in DEVICES[device].items()}
+    wrapper = {k: v for k, v in report.instances.items() if k != "cl"}
+    return {"shell": shell, "preset": preset, "device": device, "share": share,
+            "used": used, "budget": budget, "macs": cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT,
+            "instances": report.instances, "modules_outside_vta": wrapper,
+            "seconds": time.perf_counter() - start}
+
+
+def table(rows: list[dict]) -> str:
+    cols = ("LUT", "FF", "DSP", "BRAM36", "URAM")
+    out = ["| shell:preset (MACs) | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for r in rows:
+        cells = [f"{r['used'][c]:,.0f} / {r['budget'][c]:,} "
+                 f"({100 * r['used'][c] / r['budget'][c]:.1f}%)" for c in cols]
+        out.append(f"| {r['shell']}:{r['preset']} ({r['macs']}) on {r['device']} x "
+                   f"{r['share']:.0%} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default="f1:aws,f2:aws,f2:aws32",
+                        help="comma-separated shell:preset pairs")
+    parser.add_argument("--workdir", help="keep the yosys scripts, logs and netlists here")
+    parser.add_argument("--json", help="also write the figures as JSON to this file")
+    args = parser.parse_args()
+    rows = []
+    for item in args.build.split(","):
+        shell, preset = item.split(":")
+        if args.workdir:
+            work = Path(args.workdir) / f"{shell}-{preset}"
+            rows.append(measure(shell, preset, work))
+        else:
+            with tempfile.TemporaryDirectory(prefix="vta-aws-size-") as tmp:
+                rows.append(measure(shell, preset, Path(tmp)))
+        print(f"{item}: {rows[-1]['seconds']:.0f} s", flush=True)
+    print(table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
