@@ -167,6 +167,7 @@ class RTLTransport(Transport):
         self.trace_path = Path(trace) if isinstance(trace, (str, Path)) else None
         self.tracing = bool(trace)
         self.last_trace: list = []
+        self.last_monitor: list[str] = []  # the last run's raw monitor lines
         self.last_cycles: int | None = None  # testbench cycles of the last run
         self.last_run_seconds: float | None = None  # wall time the simulator spent on it
         self._monitor_file = self.workdir / "monitor.txt"
@@ -427,6 +428,7 @@ class RTLTransport(Transport):
             lines = f.read().splitlines()
             self._monitor_pos = f.tell()
         stream = self.mem_read(self._insn_addr, self._insn_count * 16) if lines else b""
+        self.last_monitor = lines  # dispatch/start/retire events, for coverage
         self.last_trace = vtrace.from_monitor(lines, stream, self.cfg)
         if self.trace_path is not None:
             vtrace.append_trace(self.trace_path, self.last_trace)
