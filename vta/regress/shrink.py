@@ -1,0 +1,364 @@
+"""Shrinking a failing case: delta debugging over instructions, tokens, micro-ops, fields, data.
+
+:func:`shrink` takes a :class:`~vta.regress.generator.Case` that fails and a
+predicate saying whether a candidate still fails *the same way* (same
+:attr:`~vta.regress.check.Mismatch.signature`; :func:`same_failure` builds it
+from a session, zeroing every scratchpad before each candidate so that a
+candidate without its prologue still starts from the same state on both
+sides).  Candidates whose engines race (:func:`~vta.regress.races.races`) are
+never kept: their result would depend on a backend's timing.  Passes, repeated
+until none makes progress or the budget is spent:
+
+1. **instructions** (ddmin): drop instructions; one carrying dependency flags
+   becomes a sync no-op with the same flags, so the token structure stays;
+2. **tokens** (ddmin): drop matched push/pop pairs (the k-th push of a queue
+   with the k-th pop), and unmatched ones; no-ops left without flags go in
+   the next round of pass 1, and a no-op still carrying flags is folded into
+   its engine's neighbours (pops into the next instruction, pushes into the
+   previous one);
+3. **micro-ops** (ddmin): drop micro-ops from UOP LOADs, shifting the
+   GEMM/ALU ranges that use them;
+4. **fields** (one at a time): loop extents to 1, then halved; loop factors,
+   pads and immediates to 0; LOAD/STORE sizes to 1, strides to the row size;
+5. **data**: zero the bytes no LOAD reads, then 1 KiB chunks (ddmin).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..errors import VTAError
+from ..golden import dispatch_engine
+from ..isa import DEP_FLAGS, MemId, Opcode
+from .generator import DATA_BYTES, Case, is_noop, noop
+from .races import races
+
+#: (queue, producer engine, push flag, consumer engine, pop flag)
+_QUEUE_FLAGS = (
+    ("l2g", "load", "push_next_dep", "compute", "pop_prev_dep"),
+    ("g2l", "compute", "push_prev_dep", "load", "pop_next_dep"),
+    ("g2s", "compute", "push_next_dep", "store", "pop_prev_dep"),
+    ("s2g", "store", "push_prev_dep", "compute", "pop_next_dep"),
+)
+_CHUNK = 1024
+
+
+@dataclass
+class ShrinkResult:
+    """The smallest failing case found and how the search went."""
+
+    case: Case
+    stats: dict = field(default_factory=dict)
+
+
+class _BudgetSpentError(Exception):
+    """The time or test budget ran out."""
+
+
+def same_failure(session, mismatch) -> Callable[[Case], bool]:
+    """A predicate: does a candidate fail on ``session`` with ``mismatch``'s signature?"""
+    target = mismatch.signature
+
+    def fails(case: Case) -> bool:
+        session.scrub()
+        _, _, found = session.check(case)
+        return found is not None and found.signature == target
+
+    return fails
+
+
+def shrink(case: Case, fails: Callable[[Case], bool], *, budget: float = 120.0,
+           max_tests: int = 20000) -> ShrinkResult:
+    """The smallest case the passes find that still ``fails`` (see the module docstring).
+
+    ``budget`` is in seconds; when it or ``max_tests`` runs out the best case
+    so far is returned (``stats["complete"]`` is then false).
+    """
+    s = _Shrinker(fails, budget, max_tests)
+    best = case.copy()
+    best.kind, best.notes = "shrunk", [f"shrunk from {case.describe()}"]
+    complete = True
+    try:
+        while True:
+            before = _size(best)
+            for step in (s.instructions, s.tokens, s.instructions, s.merge, s.uops, s.fields,
+                         s.data):
+                best = step(best)
+            if _size(best) >= before:
+                break
+    except _BudgetSpentError:
+        complete = False
+    best = s.best or best
+    stats = {"tests": s.tests, "racy": s.racy, "seconds": round(time.monotonic() - s.start, 2),
+             "complete": complete, "insns": [case.insn_count, best.insn_count],
+             "uops": [_uops(case), _uops(best)],
+             "data_bytes": [_nonzero(case.data), _nonzero(best.data)]}
+    return ShrinkResult(best, stats)
+
+
+def _size(case: Case) -> tuple[int, int, int, int]:
+    fields_sum = sum(sum(v for k, v in i.fields().items() if k not in DEP_FLAGS and v > 0)
+                     for i in case.insns)
+    return (case.insn_count, _uops(case), fields_sum, _nonzero(case.data))
+
+
+def _uops(case: Case) -> int:
+    return sum(len(k) for k in case.kernels if k)
+
+
+def _nonzero(data: bytes) -> int:
+    return len(data) - data.count(0)
+
+
+class _Shrinker:
+    def __init__(self, fails: Callable[[Case], bool], budget: float, max_tests: int):
+        self.fails = fails
+        self.deadline = time.monotonic() + budget
+        self.start = time.monotonic()
+        self.max_tests = max_tests
+        self.tests = 0
+        self.racy = 0
+        self.seen: dict[bytes, bool] = {}
+        self.best: Case | None = None
+
+    def test(self, case: Case | None) -> bool:
+        if case is None:
+            return False
+        try:
+            key = hashlib.sha1(bytes(case.image())).digest()
+        except (VTAError, ValueError):
+            return False  # a field that no longer fits, an area overflow: not a program
+        if key in self.seen:
+            return self.seen[key]
+        if races(case, limit=1):  # its result would depend on the backend's timing
+            self.racy += 1
+            self.seen[key] = False
+            return False
+        if time.monotonic() > self.deadline or self.tests >= self.max_tests:
+            raise _BudgetSpentError
+        self.tests += 1
+        ok = self.fails(case)
+        self.seen[key] = ok
+        if ok and (self.best is None or _size(case) < _size(self.best)):
+            self.best = case
+        return ok
+
+    # -------------------------------------------------------------- ddmin
+    def ddmin(self, case: Case, units: list, apply: Callable[[Case, set], Case | None]) -> Case:
+        """Remove as many ``units`` as possible (Zeller's ddmin, complements first)."""
+        removed: set = set()
+        remaining = list(units)
+        n = 2
+        while remaining:
+            size = math.ceil(len(remaining) / n)
+            chunks = [remaining[k:k + size] for k in range(0, len(remaining), size)]
+            for chunk in chunks:
+                trial = removed | set(chunk)
+                if self.test(apply(case, trial)):
+                    removed = trial
+                    remaining = [u for u in remaining if u not in trial]
+                    n = max(n - 1, 2)
+                    break
+            else:
+                if n >= len(remaining):
+                    break
+                n = min(len(remaining), 2 * n)
+        return apply(case, removed) if removed else case
+
+    # -------------------------------------------------------------- passes
+    def instructions(self, case: Case) -> Case:
+        units = [i for i, insn in enumerate(case.insns)
+                 if insn.opcode != Opcode.FINISH and not (is_noop(insn) and _flags(insn))]
+        return self.ddmin(case, units, _drop_insns)
+
+    def tokens(self, case: Case) -> Case:
+        return self.ddmin(case, _token_units(case), _drop_tokens)
+
+    def merge(self, case: Case) -> Case:
+        """Fold each flag-only no-op into its engine's neighbours: pops into the next
+        instruction, pushes into the previous one."""
+        index = 0
+        while index < case.insn_count:
+            trial = _fold_noop(case, index)
+            if trial is not None and self.test(trial):
+                case = trial
+            else:
+                index += 1
+        return case
+
+    def uops(self, case: Case) -> Case:
+        units = [(i, j) for i, k in enumerate(case.kernels) if k
+                 for j in range(len(k))]
+        return self.ddmin(case, units, _drop_uops)
+
+    def fields(self, case: Case) -> Case:
+        for index in range(case.insn_count):
+            for changes in _field_candidates(case.insns[index]):
+                trial = case.copy()
+                trial.insns[index] = trial.insns[index].replace(**changes)
+                if self.test(trial):
+                    case = trial
+        return case
+
+    def data(self, case: Case) -> Case:
+        read = _data_read(case)
+        trial = case.copy()
+        trial.data = bytes(b if r else 0 for b, r in zip(case.data, read, strict=True))
+        if trial.data != case.data and self.test(trial):
+            case = trial
+        chunks = [k for k in range(0, DATA_BYTES, _CHUNK) if any(case.data[k:k + _CHUNK])]
+        return self.ddmin(case, chunks, _zero_chunks)
+
+
+def _flags(insn) -> dict[str, int]:
+    return {f: 1 for f in DEP_FLAGS if getattr(insn, f, 0)}
+
+
+def _drop_insns(case: Case, removed: set) -> Case:
+    out = case.copy()
+    out.insns, out.kernels = [], []
+    for i, (insn, kernel) in enumerate(zip(case.insns, case.kernels, strict=True)):
+        if i not in removed:
+            out.insns.append(insn)
+            out.kernels.append(kernel)
+        elif _flags(insn):  # keep its tokens on a no-op of the same engine
+            out.insns.append(noop(dispatch_engine(insn), **_flags(insn)))
+            out.kernels.append(None)
+    return out
+
+
+def _fold_noop(case: Case, index: int) -> Case | None:
+    insn = case.insns[index]
+    if not (is_noop(insn) and _flags(insn)):
+        return None
+    engine = dispatch_engine(insn)
+    same = [i for i, other in enumerate(case.insns) if dispatch_engine(other) == engine]
+    pos = same.index(index)
+    out = case.copy()
+    for flag in _flags(insn):
+        if flag.startswith("pop"):
+            if pos + 1 >= len(same):
+                return None
+            target = same[pos + 1]
+        else:
+            if pos == 0:
+                return None
+            target = same[pos - 1]
+        if getattr(out.insns[target], flag, 0):
+            return None
+        out.insns[target] = out.insns[target].replace(**{flag: 1})
+    del out.insns[index]
+    del out.kernels[index]
+    return out
+
+
+def _token_units(case: Case) -> list[tuple[str, str, int]]:
+    """(queue, "pair"|"push"|"pop", k) for every push/pop of every queue."""
+    units = []
+    for q, prod, push, cons, pop in _QUEUE_FLAGS:
+        pushes = [i for i, insn in enumerate(case.insns)
+                  if dispatch_engine(insn) == prod and getattr(insn, push, 0)]
+        pops = [i for i, insn in enumerate(case.insns)
+                if dispatch_engine(insn) == cons and getattr(insn, pop, 0)]
+        units += [(q, "pair", k) for k in range(min(len(pushes), len(pops)))]
+        units += [(q, "push", k) for k in range(len(pops), len(pushes))]
+        units += [(q, "pop", k) for k in range(len(pushes), len(pops))]
+    return units
+
+
+def _drop_tokens(case: Case, removed: set) -> Case:
+    out = case.copy()
+    for q, prod, push, cons, pop in _QUEUE_FLAGS:
+        pushes = [i for i, insn in enumerate(case.insns)
+                  if dispatch_engine(insn) == prod and getattr(insn, push, 0)]
+        pops = [i for i, insn in enumerate(case.insns)
+                if dispatch_engine(insn) == cons and getattr(insn, pop, 0)]
+        for _, how, k in (u for u in removed if u[0] == q):
+            if how in ("pair", "push"):
+                out.insns[pushes[k]] = out.insns[pushes[k]].replace(**{push: 0})
+            if how in ("pair", "pop"):
+                out.insns[pops[k]] = out.insns[pops[k]].replace(**{pop: 0})
+    return out
+
+
+def _drop_uops(case: Case, removed: set) -> Case:
+    out = case.copy()
+    for i in sorted({i for i, _ in removed}):
+        load = out.insns[i]
+        kernel = out.kernels[i]
+        if load.y_size != 1 or load.x_size != len(kernel):
+            continue  # not a plain one-row kernel load: leave it
+        row = load.x_pad_0 + load.x_size + load.x_pad_1
+        first = load.sram_base + load.y_pad_0 * row + load.x_pad_0
+        for j in sorted((j for k, j in removed if k == i), reverse=True):
+            del kernel[j]
+            pos = first + j
+            for c in range(i + 1, out.insn_count):  # the GEMM/ALUs up to the next UOP LOAD
+                user = out.insns[c]
+                if user.opcode == Opcode.LOAD and user.memory_type == MemId.UOP:
+                    break
+                if user.opcode in (Opcode.GEMM, Opcode.ALU):
+                    bgn = user.uop_bgn - (user.uop_bgn > pos)
+                    end = user.uop_end - (user.uop_end > pos)
+                    out.insns[c] = user.replace(uop_bgn=bgn, uop_end=end)
+        n = len(kernel)
+        out.insns[i] = load.replace(x_size=n, x_stride=n)
+    return out
+
+
+def _field_candidates(insn) -> Iterable[dict[str, int]]:
+    """Smaller values to try for an instruction's fields, most reducing first."""
+    op = insn.opcode
+    if op in (Opcode.GEMM, Opcode.ALU):
+        for f in ("iter_out", "iter_in"):
+            if getattr(insn, f) > 1:
+                yield {f: 1}
+                yield {f: getattr(insn, f) // 2}
+        for f in ("dst_factor_out", "dst_factor_in", "src_factor_out", "src_factor_in",
+                  "wgt_factor_out", "wgt_factor_in", "imm", "use_imm", "reset_reg"):
+            if getattr(insn, f, 0):
+                yield {f: 0}
+    elif op in (Opcode.LOAD, Opcode.STORE) and insn.x_size and insn.memory_type != MemId.UOP:
+        for f in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
+            if getattr(insn, f):
+                yield {f: 0}
+        if insn.y_size > 1:
+            yield {"y_size": 1}
+        if insn.x_size > 1:
+            yield {"x_size": 1, "x_stride": max(1, min(insn.x_stride, 1))}
+            yield {"x_size": insn.x_size // 2}
+        if insn.x_stride != insn.x_size:
+            yield {"x_stride": insn.x_size}
+
+
+def _data_read(case: Case) -> list[bool]:
+    """Which bytes of the data area some LOAD (or anything else) may read."""
+    cfg = case.cfg
+    lo = case.base + case.layout.data
+    read = [False] * DATA_BYTES
+    elem = {MemId.INP: cfg.INP_ELEM_BYTES, MemId.WGT: cfg.WGT_ELEM_BYTES,
+            MemId.ACC: cfg.ACC_ELEM_BYTES, MemId.ACC_8BIT: cfg.BATCH * cfg.BLOCK_OUT}
+    for insn in case.insns:
+        if insn.opcode != Opcode.LOAD or not insn.x_size:
+            continue
+        if insn.memory_type not in elem:
+            continue
+        e = elem[insn.memory_type]
+        for y in range(insn.y_size):
+            start = (insn.dram_base + y * insn.x_stride) * e - lo
+            for b in range(max(0, start), min(DATA_BYTES, start + insn.x_size * e)):
+                read[b] = True
+    return read
+
+
+def _zero_chunks(case: Case, removed: set) -> Case:
+    out = case.copy()
+    data = bytearray(case.data)
+    for k in removed:
+        data[k:k + _CHUNK] = bytes(min(_CHUNK, DATA_BYTES - k))
+    out.data = bytes(data)
+    return out

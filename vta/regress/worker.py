@@ -1,0 +1,185 @@
+"""What a regression worker runs: one program per task, with cached sessions.
+
+Each worker process keeps its open :class:`~vta.regress.check.Session` objects
+(one simulator process and one reference model per backend, configuration and
+options) in :data:`_SESSIONS` and reuses them for every task, so a simulator
+starts once per worker, not once per program.  Simulator builds are cached per
+machine (``~/.cache/vta``, one builder at a time), so they too happen once per
+worker machine.
+
+A task never raises for what the device did: a mismatch is a ``fail``
+record, and a simulator that crashes or stops answering is closed, reopened
+and the program retried once before it becomes a ``crash`` record with its
+seed.  A worker process that dies is the engine's business: Dask reschedules
+its task on another worker.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Config
+from ..errors import DeviceError
+from ..golden import GoldenModel, dispatch_engine
+from ..sim.build import SimulatorError
+from . import shrink as shrinker
+from .check import Session
+from .coverage import collect
+from .generator import Case, generate, kind_of_seed
+
+_SESSIONS: dict[tuple, Session] = {}
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Job:
+    """One program to check: everything a worker needs, picklable.
+
+    ``config`` holds the configuration's keys (``Config.to_dict()`` plus
+    ``name``); ``options`` go to :func:`vta.open_device`.
+    """
+
+    backend: str
+    config: dict[str, Any]
+    seed: int
+    kind: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    reference: type = GoldenModel
+
+    @property
+    def cfg(self) -> Config:
+        keys = dict(self.config)
+        return Config.from_dict(keys, name=keys.pop("name", "custom"))
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """(configuration name, seed): what identifies a result in a run."""
+        return (self.config.get("name", "custom"), self.seed)
+
+
+def config_dict(cfg: Config) -> dict[str, Any]:
+    """A configuration as a :class:`Job` carries it."""
+    return {**cfg.to_dict(), "name": cfg.name}
+
+
+def where() -> str:
+    """``host:pid`` of this worker."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def session_for(job: Job) -> Session:
+    """This thread's open session for the job's backend, configuration and options."""
+    key = (threading.get_ident(), job.backend, tuple(sorted(job.config.items())),
+           tuple(sorted(job.options.items())), job.reference)
+    with _LOCK:
+        session = _SESSIONS.get(key)
+    if session is None:
+        session = Session(job.backend, job.cfg, reference=job.reference, **job.options)
+        with _LOCK:
+            _SESSIONS[key] = session
+    return session
+
+
+def drop_session(job: Job) -> None:
+    """Close and forget this thread's session for ``job`` (after a crash)."""
+    with _LOCK:
+        keys = [k for k in _SESSIONS if k[0] == threading.get_ident() and k[1] == job.backend
+                and k[2] == tuple(sorted(job.config.items()))]
+        sessions = [_SESSIONS.pop(k) for k in keys]
+    for s in sessions:
+        try:
+            s.close()
+        except Exception:  # noqa: BLE001 -- a crashed simulator may fail to close cleanly
+            pass
+
+
+def close_sessions() -> int:
+    """Close every session of this worker process; returns how many were open."""
+    with _LOCK:
+        sessions = list(_SESSIONS.values())
+        _SESSIONS.clear()
+    for s in sessions:
+        s.close()
+    return len(sessions)
+
+
+#: What a broken simulator raises (crash, no answer, failed build or start).
+SIMULATOR_FAILURES = (DeviceError, SimulatorError, OSError)
+
+
+def _attempt(job: Job, work, retries: int = 1):
+    """``work(session)`` with one fresh-session retry after a simulator failure."""
+    for attempt in range(retries + 1):
+        try:
+            return work(session_for(job)), attempt + 1, None
+        except SIMULATOR_FAILURES as exc:
+            drop_session(job)
+            if attempt == retries:
+                return None, attempt + 1, f"{type(exc).__name__}: {exc}"
+    raise AssertionError("unreachable")
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    """Check one program; returns its result record (see docs/regress.md)."""
+    start = time.perf_counter()
+    kind = job.kind or kind_of_seed(job.seed)
+    record: dict[str, Any] = {"type": "result", "config": job.key[0], "seed": job.seed,
+                              "kind": kind, "worker": where()}
+
+    def work(session: Session):
+        case = generate(session.cfg, job.seed, session.base, kind)
+        return case, *session.check(case)
+
+    result, attempts, crash = _attempt(job, work)
+    record["attempts"] = attempts
+    record["seconds"] = round(time.perf_counter() - start, 4)
+    if result is None:
+        record.update(status="crash", message=crash)
+        return record
+    case, ref, dut, mismatch = result
+    engines = [dispatch_engine(i) for i in case.insns]
+    hit = collect(ref.events, None if ref.error is None else ref.error["code"], dut.monitor,
+                  engines)
+    record.update(status="pass" if mismatch is None else "fail", outcome=ref.code,
+                  insns=case.insn_count, cycles=dut.cycles, coverage=sorted(hit))
+    if mismatch is not None:
+        record["mismatch"] = mismatch.as_dict()
+        record["device_outcome"] = dut.code
+    return record
+
+
+def shrink_job(job: Job, budget: float = 120.0) -> dict[str, Any]:
+    """Reproduce a failing program from scratched state and shrink it.
+
+    Returns ``{"status": ..., "case": Case | None, "original": Case, "stats": {...}}``
+    where status is ``shrunk``, ``no-repro`` (it passes after a scrub: it
+    depends on what ran before) or ``crash``.
+    """
+    kind = job.kind or kind_of_seed(job.seed)
+
+    def work(session: Session):
+        case = generate(session.cfg, job.seed, session.base, kind)
+        session.scrub()
+        _, _, mismatch = session.check(case)
+        if mismatch is None:
+            return {"status": "no-repro", "original": case, "case": None, "stats": {}}
+        result = shrinker.shrink(case, shrinker.same_failure(session, mismatch), budget=budget)
+        return {"status": "shrunk", "original": case, "case": result.case,
+                "stats": result.stats, "signature": list(mismatch.signature),
+                "message": mismatch.message}
+
+    result, _, crash = _attempt(job, work, retries=0)
+    if result is None:
+        return {"status": "crash", "message": crash, "case": None, "original": None,
+                "stats": {}}
+    return result
+
+
+def case_of(job: Job, base: int) -> Case:
+    """The job's program for an arena at ``base`` (for writing it out)."""
+    return generate(job.cfg, job.seed, base, job.kind or kind_of_seed(job.seed))
