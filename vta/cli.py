@@ -490,3 +490,12 @@ main.add_command(aws_cmd)
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+def _register_regress() -> None:
+    from .regress.cli import regress_cmd
+
+    main.add_command(regress_cmd)
+
+
+_register_regress()
