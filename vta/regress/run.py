@@ -43,6 +43,8 @@ from .worker import Job, close_sessions, config_dict, run_job, shrink_job
 #: Bump when the generator makes a different program for some seed; a results
 #: file of another version cannot be resumed.
 GENERATOR_VERSION = 1
+#: The reference model every program is checked against.
+REFERENCE: type = GoldenModel
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
 log = logging.getLogger(__name__)
@@ -185,6 +187,14 @@ def read_results(path: Path) -> tuple[Plan, list[dict[str, Any]]]:
     return plan, records
 
 
+def _drop_torn_line(path: Path) -> None:
+    """Cut a results file after its last complete line (a run killed mid-write)."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+
+
 # ------------------------------------------------------------------ cluster
 @contextlib.contextmanager
 def connect(workers: int | None = None, cluster: str | None = None, *,
@@ -200,7 +210,10 @@ def connect(workers: int | None = None, cluster: str | None = None, *,
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise RegressError("vta regress needs Dask: pip install 'vta[regress]'") from None
+    # one task per worker thread at a time: a worker that dies then takes only the
+    # task it was running with it (which is retried once, then reported as a crash)
     with dask.config.set({"distributed.scheduler.allowed-failures": 1,
+                          "distributed.scheduler.worker-saturation": 1.0,
                           "distributed.worker.daemon": False,
                           "distributed.admin.tick.limit": "60s"}):
         if cluster:
@@ -262,7 +275,7 @@ def worker_count(client) -> int:
 # ------------------------------------------------------------------ the run
 def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
             cluster: str | None = None, resume: bool = False, shrink: int = 3,
-            shrink_budget: float = 120.0, reference: type = GoldenModel,
+            shrink_budget: float = 120.0, reference: type | None = None,
             processes: bool = True, ship: bool = True,
             on_result: Callable[[dict[str, Any], int, int], None] | None = None) -> Summary:
     """Run ``plan`` (see the module docstring); returns the :class:`Summary`.
@@ -270,13 +283,17 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
     ``out`` is the output folder (``results.jsonl``, ``summary.json``,
     shrunk programs).  With ``resume`` the plan is read from its results file
     and the ``plan`` argument must be ``None``.  ``on_result(record, done,
-    total)`` is called for every result (progress display).
+    total)`` is called for every result (progress display).  ``reference`` is
+    the reference model class (default :data:`REFERENCE`); ``processes=False``
+    runs the local cluster's workers as threads of this process.
     """
+    reference = reference or REFERENCE
     out = Path(out)
     path = out / RESULTS
     previous: list[dict[str, Any]] = []
     if resume:
         plan, previous = read_results(path)
+        _drop_torn_line(path)
     elif path.exists() and path.stat().st_size:
         raise RegressError(f"{path} exists: resume it (--resume {path}) or choose another "
                            "output folder")
