@@ -282,8 +282,13 @@ def test_failures_are_reported_and_shrunk(tmp_path, monkeypatch):
     summary = json.loads((tmp_path / "summary.json").read_text())
     (entry,) = summary["shrunk"]
     assert entry["status"] == "shrunk" and entry["stats"]["insns"][1] <= 5
-    assert Path(entry["shrunk"]).read_text().count("MAX") == 1
+    assert entry["shrunk"].endswith(".min.vtaprog") and entry["program"].endswith(".vtaprog")
     assert f"seed {failed[0]['seed']}" in res.output
+    # the files replay: the real golden model differs from the patched one's expectation
+    for path in (entry["shrunk"], entry["program"]):
+        replay = CliRunner().invoke(main, ["run", path, "-b", "golden"])
+        assert replay.exit_code == 3, replay.output
+    assert Path(entry["shrunk"]).read_text().count("MAX") == 1
 
 
 def test_killed_workers_lose_no_result(tmp_path, monkeypatch):

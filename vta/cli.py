@@ -475,8 +475,9 @@ def regs(fmt: str, as_json: bool) -> None:
 # The program-file commands live in their own module.
 from .cli_prog import diff, lint_cmd, run, trace, waves  # noqa: E402
 from .cli_tools import bench, cache  # noqa: E402
+from .regress.cli import regress_cmd  # noqa: E402
 
-for _command in (run, trace, diff, lint_cmd, waves, bench, cache):
+for _command in (run, trace, diff, lint_cmd, waves, bench, cache, regress_cmd):
     main.add_command(_command)
 
 from .graph.cli import graph_cmd  # noqa: E402  (after the helpers it uses)
@@ -490,12 +491,3 @@ main.add_command(aws_cmd)
 
 if __name__ == "__main__":  # pragma: no cover
     main()
-
-
-def _register_regress() -> None:
-    from .regress.cli import regress_cmd
-
-    main.add_command(regress_cmd)
-
-
-_register_regress()

@@ -1,4 +1,4 @@
-"""Static race check: accesses of two engines that no chain of tokens orders.
+"""Static checks of a case: races between engines, reads of entries nothing wrote.
 
 The engines run concurrently and meet only through the dependency-token
 queues, so a program's result is defined by the ISA alone only when every two
@@ -9,11 +9,16 @@ queue before the k-th pop from it (a pop needs a token, and tokens are
 counted).  :func:`races` computes it with vector clocks and lists the
 unordered conflicting pairs.
 
-The shrinker keeps only race-free candidates: a racy candidate may fail on one
-backend's timing and pass on another's, which is no reproducer.  Accesses
-checked: INP and WGT entries (load engine LOADs against compute GEMMs), OUT
+:func:`undefined_reads` lists reads of scratchpad entries (INP, WGT, ACC, OUT,
+micro-ops) that no earlier-ordered instruction of the program wrote: their
+value is whatever the device held before, which a replay on a fresh device
+does not reproduce (an RTL scratchpad has no reset value).
+
+The shrinker keeps only candidates free of both: a racy candidate may fail on
+one backend's timing and pass on another's, which is no reproducer.  Races are
+checked on INP and WGT entries (load engine LOADs against compute GEMMs), OUT
 entries (compute GEMM/ALU writes against store STOREs) and DRAM bytes (STOREs
-against every LOAD).  ACC and the micro-op buffer belong to the compute engine
+against every LOAD); ACC and the micro-op buffer belong to the compute engine
 alone.
 """
 
@@ -21,8 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-
-import numpy as np
 
 from ..golden import ENGINES, POP_QUEUE, PUSH_QUEUE, dispatch_engine
 from ..isa import UOP_BYTES, MemId, Opcode, Uop
@@ -43,29 +46,66 @@ class Race:
 
 def races(case: Case, limit: int = 10) -> list[Race]:
     """Up to ``limit`` races of ``case``; none for a stream whose tokens deadlock."""
-    insns = case.placed()
-    engines = [dispatch_engine(i) for i in insns]
-    clocks = _vector_clocks(insns, engines)
-    if clocks is None:
+    analysis = _analyse(case)
+    if analysis is None:
         return []
-    access = list(_accesses(case, insns))
+    engines, clocks, access = analysis
     found: list[Race] = []
-    eidx = {e: k for k, e in enumerate(ENGINES)}
     for a in range(len(access)):
         i, res_i, write_i, set_i = access[a]
         for b in range(a + 1, len(access)):
             j, res_j, write_j, set_j = access[b]
             if res_i != res_j or engines[i] == engines[j] or not (write_i or write_j):
                 continue
-            ei, ej = eidx[engines[i]], eidx[engines[j]]
-            if clocks[i][ei] <= clocks[j][ei] or clocks[j][ej] <= clocks[i][ej]:
-                continue  # ordered one way or the other
+            if _ordered(clocks, engines, i, j) or _ordered(clocks, engines, j, i):
+                continue
             overlap = _overlap(set_i, set_j)
             if overlap is not None:
                 found.append(Race(min(i, j), max(i, j), f"{res_i} {overlap}"))
                 if len(found) >= limit:
                     return found
     return found
+
+
+def undefined_reads(case: Case, limit: int = 10) -> list[tuple[int, str]]:
+    """Up to ``limit`` (instruction, "RESOURCE entry N") reads of entries nothing wrote before."""
+    analysis = _analyse(case)
+    if analysis is None:
+        return []
+    engines, clocks, access = analysis
+    found = []
+    for i, res, write, entries in access:
+        if write or res == "DRAM":
+            continue
+        missing = set(entries)
+        for j, res_j, write_j, set_j in access:
+            if not missing:
+                break
+            if write_j and res_j == res and j != i and _ordered(clocks, engines, j, i):
+                missing -= set_j
+        if missing:
+            found.append((i, f"{res} entry {min(missing)}"))
+            if len(found) >= limit:
+                break
+    return found
+
+
+_ENGINE_INDEX = {e: k for k, e in enumerate(ENGINES)}
+
+
+def _ordered(clocks, engines, i: int, j: int) -> bool:
+    """Instruction ``i`` happens before ``j``."""
+    e = _ENGINE_INDEX[engines[i]]
+    return clocks[i][e] <= clocks[j][e] and i != j and (engines[i] != engines[j] or i < j)
+
+
+def _analyse(case: Case):
+    insns = case.placed()
+    engines = [dispatch_engine(i) for i in insns]
+    clocks = _vector_clocks(insns, engines)
+    if clocks is None:
+        return None
+    return engines, clocks, list(_accesses(case, insns))
 
 
 def _vector_clocks(insns, engines) -> list[tuple[int, ...]] | None:
@@ -119,8 +159,7 @@ def _overlap(a, b) -> str | None:
 def _accesses(case: Case, insns) -> Iterator[tuple[int, str, bool, object]]:
     """(index, resource, is_write, entries set or DRAM byte intervals) per access."""
     cfg = case.cfg
-    uop_sram = np.zeros(cfg.UOP_BUFF_DEPTH, dtype=np.int64)  # micro-op buffer, followed
-    uops_at: dict[int, Uop] = {}
+    uops_at: dict[int, Uop] = {}  # the micro-op buffer, followed through the UOP LOADs
     image = case.image()
     elem = {MemId.INP: cfg.INP_ELEM_BYTES, MemId.WGT: cfg.WGT_ELEM_BYTES,
             MemId.ACC: cfg.ACC_ELEM_BYTES, MemId.ACC_8BIT: cfg.BATCH * cfg.BLOCK_OUT,
@@ -141,15 +180,15 @@ def _accesses(case: Case, insns) -> Iterator[tuple[int, str, bool, object]]:
             total = (insn.y_pad_0 + insn.y_size + insn.y_pad_1) * \
                 (insn.x_pad_0 + insn.x_size + insn.x_pad_1)
             entries = set(range(insn.sram_base, insn.sram_base + total))
-            if insn.memory_type in (MemId.INP, MemId.WGT):
-                yield index, MemId(insn.memory_type).name, True, entries
-            elif insn.memory_type == MemId.UOP:
-                _follow_uops(case, insn, image, uop_sram, uops_at)
+            name = "ACC" if insn.memory_type == MemId.ACC_8BIT else MemId(insn.memory_type).name
+            yield index, name, True, entries
+            if insn.memory_type == MemId.UOP:
+                _follow_uops(case, insn, image, uops_at)
         elif op in (Opcode.GEMM, Opcode.ALU):
             yield from _compute_access(index, insn, uops_at, cfg)
 
 
-def _follow_uops(case: Case, insn, image, uop_sram, uops_at) -> None:
+def _follow_uops(case: Case, insn, image, uops_at) -> None:
     """Record what a UOP LOAD puts in the micro-op buffer (padding included)."""
     from ..isa import decode_uop
 
@@ -174,8 +213,10 @@ def _compute_access(index: int, insn, uops_at, cfg) -> Iterator[tuple[int, str, 
     if insn.iter_out == 0 or insn.iter_in == 0 or insn.uop_end <= insn.uop_bgn:
         return
     gemm = insn.opcode == Opcode.GEMM
+    used = range(insn.uop_bgn, min(insn.uop_end, cfg.UOP_BUFF_DEPTH))
+    yield index, "UOP", False, set(used)
     dst, src, wgt = set(), set(), set()
-    for u in range(insn.uop_bgn, min(insn.uop_end, cfg.UOP_BUFF_DEPTH)):
+    for u in used:
         uop = uops_at.get(u, Uop())
         for o in range(insn.iter_out):
             for i in range(insn.iter_in):
@@ -184,8 +225,13 @@ def _compute_access(index: int, insn, uops_at, cfg) -> Iterator[tuple[int, str, 
                 if gemm:
                     wgt.add(uop.wgt_idx + o * insn.wgt_factor_out + i * insn.wgt_factor_in)
     if gemm and insn.reset_reg:
-        return  # a reset writes ACC only
-    yield index, "OUT", True, dst
+        yield index, "ACC", True, dst  # a reset writes ACC only
+        return
+    yield index, "ACC", False, dst  # accumulated into
     if gemm:
         yield index, "INP", False, src
         yield index, "WGT", False, wgt
+    elif not insn.use_imm:
+        yield index, "ACC", False, src
+    yield index, "ACC", True, dst
+    yield index, "OUT", True, dst

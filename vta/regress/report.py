@@ -1,32 +1,50 @@
-"""Writing failing and shrunk cases next to a regression's report."""
+"""Failing and shrunk cases as program files (docs/program-files.md), next to the report.
+
+A case becomes a :class:`vta.progfile.Program` with one region per area of
+its arena (``zeros``, ``data``, ``uops``, ``out``, ``insn``).  When the golden
+reference finished the case, the ``out`` region carries the reference's
+result as its expectation, so ``vta run FILE -b verilator`` replays the
+failure and reports the first byte where the device differs from the golden
+model (exit status 3).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..isa import disassemble
+from .. import progfile
+from ..isa import encode
 from .generator import Case
 
 
-def listing(case: Case) -> str:
-    """The case as text: a header, then one ``vta asm`` line per instruction.
+def to_program(case: Case, *, expect_out: bytes | None = None,
+               notes: list[str] | None = None) -> progfile.Program:
+    """``case`` as a program file's :class:`~vta.progfile.Program`.
 
-    Each UOP LOAD is followed by comments listing the micro-ops it loads.
+    ``expect_out`` is the output area after the reference's run (its
+    expectation); ``notes`` go to the file's header comments.
     """
-    cfg = case.cfg
-    lines = [f"# {case.describe()}", f"# configuration {cfg.name}: {cfg.bitstream}, bus "
-             f"{cfg.BUS_WIDTH} bits", f"# arena at 0x{case.base:x}; instructions at "
-             f"0x{case.insn_addr:x}, {case.insn_count} instructions"]
-    for index, (insn, kernel) in enumerate(zip(case.placed(), case.kernels, strict=True)):
-        lines.append(f"{index:5d}: {disassemble(insn)}")
-        for uop in kernel or ():
-            lines.append(f"#        UOP dst_idx={uop.dst_idx} src_idx={uop.src_idx} "
-                         f"wgt_idx={uop.wgt_idx}")
-    return "\n".join(lines) + "\n"
+    lay = case.layout
+    raw = b"".join(encode(i, case.cfg) for i in case.placed())
+    areas = lay.areas()
+    regions = [
+        progfile.Region("zeros", case.base + lay.zeros, areas["zeros"][1], "in"),
+        progfile.Region("data", case.base + lay.data, areas["data"][1], "in", case.data),
+        progfile.Region("uops", case.base + lay.uops, areas["uops"][1], "uop",
+                        case.uop_bytes()),
+        progfile.Region("out", case.base + lay.out, areas["out"][1], "out", b"", expect_out),
+        progfile.Region("insn", case.insn_addr, len(raw), "insn", raw),
+    ]
+    for r in regions:  # trailing zeros are implied
+        r.data = r.data.rstrip(b"\0")
+        if r.expect is not None:
+            r.expect = r.expect.rstrip(b"\0")
+    return progfile.Program(case.cfg, case.insn_addr, case.insn_count, regions, None,
+                            [f"vta regress: {case.describe()}", *(notes or [])])
 
 
-def write_case(case: Case, stem: Path) -> Path:
-    """Write ``case`` as ``<stem>.s`` (:func:`listing`); returns the path."""
-    path = stem.with_name(stem.name + ".s")
-    path.write_text(listing(case))
+def write_case(case: Case, stem: Path, **kw) -> Path:
+    """Write ``case`` as ``<stem>.vtaprog`` (:func:`to_program` options); returns the path."""
+    path = stem.with_name(stem.name + progfile.SUFFIX)
+    to_program(case, **kw).save(path)
     return path

@@ -395,10 +395,14 @@ def _shrink_failures(client, plan: Plan, failed: list[dict[str, Any]], reference
             shrunk.append(entry)
             continue
         entry["status"] = result["status"]
+        why = [f"{plan.backend} against the golden model: "
+               f"{result.get('message') or record.get('message', '')}"]
         if result.get("original") is not None:
-            entry["program"] = str(write_case(result["original"], out / f"{name}"))
+            entry["program"] = str(write_case(result["original"], out / name, notes=why,
+                                              expect_out=result.get("original_out")))
         if result.get("case") is not None:
-            entry["shrunk"] = str(write_case(result["case"], out / f"{name}.min"))
+            entry["shrunk"] = str(write_case(result["case"], out / f"{name}.min", notes=why,
+                                             expect_out=result.get("case_out")))
             entry["stats"] = result["stats"]
         if result.get("message"):
             entry["message"] = result["message"]

@@ -3,11 +3,11 @@
 :func:`shrink` takes a :class:`~vta.regress.generator.Case` that fails and a
 predicate saying whether a candidate still fails *the same way* (same
 :attr:`~vta.regress.check.Mismatch.signature`; :func:`same_failure` builds it
-from a session, zeroing every scratchpad before each candidate so that a
-candidate without its prologue still starts from the same state on both
-sides).  Candidates whose engines race (:func:`~vta.regress.races.races`) are
-never kept: their result would depend on a backend's timing.  Passes, repeated
-until none makes progress or the budget is spent:
+from a session).  Candidates whose engines race, or that read a scratchpad
+entry nothing in the candidate wrote (:mod:`vta.regress.races`), are never
+kept: their result would depend on a backend's timing or on what ran before,
+and the shrunk program must replay the same on a freshly opened device.
+Passes, repeated until none makes progress or the budget is spent:
 
 1. **instructions** (ddmin): drop instructions; one carrying dependency flags
    becomes a sync no-op with the same flags, so the token structure stays;
@@ -35,7 +35,7 @@ from ..errors import VTAError
 from ..golden import dispatch_engine
 from ..isa import DEP_FLAGS, MemId, Opcode
 from .generator import DATA_BYTES, Case, is_noop, noop
-from .races import races
+from .races import races, undefined_reads
 
 #: (queue, producer engine, push flag, consumer engine, pop flag)
 _QUEUE_FLAGS = (
@@ -64,7 +64,6 @@ def same_failure(session, mismatch) -> Callable[[Case], bool]:
     target = mismatch.signature
 
     def fails(case: Case) -> bool:
-        session.scrub()
         _, _, found = session.check(case)
         return found is not None and found.signature == target
 
@@ -93,7 +92,8 @@ def shrink(case: Case, fails: Callable[[Case], bool], *, budget: float = 120.0,
     except _BudgetSpentError:
         complete = False
     best = s.best or best
-    stats = {"tests": s.tests, "racy": s.racy, "seconds": round(time.monotonic() - s.start, 2),
+    stats = {"tests": s.tests, "rejected": s.rejected,
+             "seconds": round(time.monotonic() - s.start, 2),
              "complete": complete, "insns": [case.insn_count, best.insn_count],
              "uops": [_uops(case), _uops(best)],
              "data_bytes": [_nonzero(case.data), _nonzero(best.data)]}
@@ -121,7 +121,7 @@ class _Shrinker:
         self.start = time.monotonic()
         self.max_tests = max_tests
         self.tests = 0
-        self.racy = 0
+        self.rejected = 0
         self.seen: dict[bytes, bool] = {}
         self.best: Case | None = None
 
@@ -134,8 +134,8 @@ class _Shrinker:
             return False  # a field that no longer fits, an area overflow: not a program
         if key in self.seen:
             return self.seen[key]
-        if races(case, limit=1):  # its result would depend on the backend's timing
-            self.racy += 1
+        if races(case, limit=1) or undefined_reads(case, limit=1):
+            self.rejected += 1  # its result would depend on timing or on earlier programs
             self.seen[key] = False
             return False
         if time.monotonic() > self.deadline or self.tests >= self.max_tests:
@@ -331,6 +331,10 @@ def _field_candidates(insn) -> Iterable[dict[str, int]]:
         if insn.x_size > 1:
             yield {"x_size": 1, "x_stride": max(1, min(insn.x_stride, 1))}
             yield {"x_size": insn.x_size // 2}
+            if insn.y_size == 1 and not (insn.x_pad_0 or insn.y_pad_0):
+                # drop the row's first element instead of its last
+                yield {"x_size": insn.x_size - 1, "x_stride": insn.x_size - 1,
+                       "sram_base": insn.sram_base + 1, "dram_base": insn.dram_base + 1}
         if insn.x_stride != insn.x_size:
             yield {"x_stride": insn.x_size}
 

@@ -154,24 +154,29 @@ def run_job(job: Job) -> dict[str, Any]:
 
 
 def shrink_job(job: Job, budget: float = 120.0) -> dict[str, Any]:
-    """Reproduce a failing program from scratched state and shrink it.
+    """Reproduce a failing program after zeroing every scratchpad, and shrink it.
 
-    Returns ``{"status": ..., "case": Case | None, "original": Case, "stats": {...}}``
-    where status is ``shrunk``, ``no-repro`` (it passes after a scrub: it
-    depends on what ran before) or ``crash``.
+    Returns ``{"status", "original", "case", "stats", "signature", "message",
+    "original_out", "case_out"}`` where status is ``shrunk``, ``no-repro``
+    (it passes from zeroed scratchpads: it depends on what ran before) or
+    ``crash``, and ``*_out`` are the reference's output areas (expectations).
     """
     kind = job.kind or kind_of_seed(job.seed)
 
     def work(session: Session):
         case = generate(session.cfg, job.seed, session.base, kind)
         session.scrub()
-        _, _, mismatch = session.check(case)
+        ref, _, mismatch = session.check(case)
+        out = {"status": "no-repro", "original": case, "case": None, "stats": {},
+               "original_out": _out_area(case, ref)}
         if mismatch is None:
-            return {"status": "no-repro", "original": case, "case": None, "stats": {}}
+            return out
         result = shrinker.shrink(case, shrinker.same_failure(session, mismatch), budget=budget)
-        return {"status": "shrunk", "original": case, "case": result.case,
-                "stats": result.stats, "signature": list(mismatch.signature),
-                "message": mismatch.message}
+        small = result.case
+        out.update(status="shrunk", case=small, stats=result.stats,
+                   signature=list(mismatch.signature), message=mismatch.message,
+                   case_out=_out_area(small, session.run_reference(small)))
+        return out
 
     result, _, crash = _attempt(job, work, retries=0)
     if result is None:
@@ -180,6 +185,9 @@ def shrink_job(job: Job, budget: float = 120.0) -> dict[str, Any]:
     return result
 
 
-def case_of(job: Job, base: int) -> Case:
-    """The job's program for an arena at ``base`` (for writing it out)."""
-    return generate(job.cfg, job.seed, base, job.kind or kind_of_seed(job.seed))
+def _out_area(case: Case, outcome) -> bytes | None:
+    """The output area after the reference's run, if it finished."""
+    if outcome.error is not None:
+        return None
+    lo, size = case.layout.areas()["out"]
+    return bytes(outcome.memory[lo:lo + size])
