@@ -113,13 +113,24 @@ def test_every_kind_ends_as_designed(cfg):
         session.close()
 
 
-def test_generated_programs_are_race_free():
+def test_generated_programs_are_race_free_and_defined():
     for kind in KINDS:
         if kind.startswith("fault-"):
             continue
         for seed in range(12 if kind in ("normal", "edge") else 1):
             case = generate(TINY, seed, BASE, kind)
             assert races.races(case) == [], case.describe()
+            assert races.undefined_reads(case) == [], case.describe()
+
+
+def test_reads_of_unwritten_entries_are_found():
+    """Without the prologue's INP zeroing, a GEMM reads INP entries no LOAD wrote."""
+    case = generate(TINY, 3, BASE, "normal")
+    assert case.insns[0].memory_type == MemId.INP and case.insns[0].x_size == TINY.INP_BUFF_DEPTH
+    del case.insns[0], case.kernels[0]
+    found = races.undefined_reads(case)
+    assert found and all(what.startswith("INP entry") for _, what in found)
+    assert all(case.insns[i].opcode == Opcode.GEMM for i, _ in found)
 
 
 def test_race_check_finds_an_unordered_store():

@@ -239,6 +239,9 @@ def connect(workers: int | None = None, cluster: str | None = None, *,
                     shutil.rmtree(Path(staged).parent, ignore_errors=True)
         else:
             n = workers or os.cpu_count() or 1
+            # the worker processes inherit it: one BLAS thread each (see tests/conftest.py)
+            for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+                os.environ.setdefault(var, "1")
             local = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
                                  dashboard_address=None, silence_logs=logging.ERROR)
             client = Client(local)
