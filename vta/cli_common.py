@@ -12,7 +12,7 @@ code  meaning
 3     the command ran and found a difference: ``vta run`` outputs differ
       from the recorded expectation, ``vta diff`` found a divergence,
       ``vta lint`` found an error, ``vta demo`` a mismatch with NumPy,
-      ``vta trace diff`` traces that differ
+      ``vta trace diff`` traces that differ, ``vta regress`` a failing program
 130   interrupted (Ctrl-C); any simulator was stopped and its files removed
 ===== =================================================================
 """

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import click
 
-#: Exit status when some program failed or crashed (as ``vta diff`` for "they differ").
-EXIT_FAILED = 3
+from ..cli_common import EXIT_DIFFER
 
 EXAMPLES = """
 \b
@@ -99,7 +98,7 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
     else:
         _print_summary(summary)
     if not summary.ok:
-        sys.exit(EXIT_FAILED)
+        sys.exit(EXIT_DIFFER)
 
 
 def _run(plan, out, workers, cluster, resume, shrink, shrink_budget, ship, quiet):
