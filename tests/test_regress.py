@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -20,7 +21,7 @@ import vta
 from vta.cli import main
 from vta.errors import ConfigError, ErrorCode
 from vta.golden import GoldenModel
-from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode
+from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, encode_stream
 from vta.regress import coverage, races, run
 from vta.regress.check import Session
 from vta.regress.configs import parse_configs, random_config
@@ -45,10 +46,10 @@ dask = pytest.importorskip("dask.distributed")
 class MaxImmOffByOne(GoldenModel):
     """A plausible model bug: ALU MAX with an immediate uses imm + 1."""
 
-    def _alu(self, index, insn, counters):
-        if insn.alu_opcode == AluOp.MAX and insn.use_imm:
-            insn = insn.replace(imm=insn.imm + 1)
-        super()._alu(index, insn, counters)
+    def _alu(self, *args):
+        args = [a.replace(imm=a.imm + 1) if isinstance(a, AluInsn) and a.use_imm
+                and a.alu_opcode == AluOp.MAX else a for a in args]
+        return super()._alu(*args)
 
 
 class Killer(GoldenModel):
@@ -360,6 +361,25 @@ def test_verilator_tiny_slice_covers_every_bin(tmp_path):
     assert summary["coverage"]["total"] == len(coverage.GOLDEN_BINS) + 3
     _, records = _records(tmp_path)
     assert all(r["cycles"] for r in records if r["outcome"] == "ok")
+
+
+def test_load_of_padding_only_zeroes_its_entries():
+    """Found by vta regress (edge programs): a LOAD with y_size 0 writes its pads as zeros."""
+    model = GoldenModel(TINY, 1 << 20)
+    elem = TINY.INP_ELEM_BYTES
+    model.mem[0x2000:0x2000 + 4 * elem] = np.arange(1, 4 * elem + 1, dtype=np.uint8)
+    stream = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=0,
+                      dram_base=0x2000 // elem, y_size=1, x_size=4, x_stride=4),
+              MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=1,
+                      dram_base=0x2000 // elem, y_size=0, x_size=2, x_stride=2, y_pad_0=1),
+              GemmInsn(opcode=Opcode.FINISH)]
+    model.mem[0x1000:0x1000 + 48] = np.frombuffer(encode_stream(stream, TINY), np.uint8)
+    counters = model.run(0x1000, 3)
+    inp = model.sp.raw["inp"]
+    assert inp[0].tolist() == list(range(1, elem + 1))
+    assert not inp[1:3].any()
+    assert inp[3].tolist() == list(range(3 * elem + 1, 4 * elem + 1))
+    assert counters.inp_load_bytes == 4 * elem
 
 
 def test_fault_names_are_error_codes():

@@ -169,7 +169,7 @@ class Session:
         The reference model class (default :class:`~vta.golden.GoldenModel`;
         tests pass a deliberately broken subclass).
     trace : bool
-        Compare per-instruction traces (simulated backends record them).
+        Record the device's per-instruction trace and compare it.
     **options
         Further options for :func:`vta.open_device` (``stall``, ``latency``,
         ``watchdog`` ...).
@@ -180,7 +180,7 @@ class Session:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         self.backend, self.cfg = backend, cfg
-        if backend != "golden" and trace:
+        if trace:
             options["trace"] = True
         self.dut: Device = open_device(backend, cfg, run_timeout=run_timeout, **options)
         try:
@@ -239,13 +239,7 @@ class Session:
         return out
 
     def _device_trace(self) -> list | None:
-        transport = self.dut.driver.transport
-        if not self.trace:
-            return None
-        if self.backend == "golden":
-            events = getattr(transport, "_events", None)  # the golden backend keeps them
-            return None if events is None else trace_steps(events)
-        return trace_steps(transport.last_trace)
+        return trace_steps(self.dut.driver.transport.last_trace) if self.trace else None
 
     def check(self, case: Case) -> tuple[Outcome, Outcome, Mismatch | None]:
         """Run ``case`` on both and compare (:func:`compare`)."""
