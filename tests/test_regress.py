@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 import vta
 from vta.cli import main
-from vta.errors import ConfigError, ErrorCode
+from vta.errors import ConfigError, ErrorCode, ExecutionError
 from vta.golden import GoldenModel
 from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, encode_stream
 from vta.regress import coverage, races, run
@@ -219,7 +219,7 @@ def test_seeded_failure_shrinks_to_a_few_instructions():
         small = result.case
         assert result.stats["complete"]
         assert small.insn_count <= 5 < case.insn_count
-        assert races.races(small) == []
+        assert races.races(small) == [] and races.undefined_reads(small) == []
         assert any(i.opcode == Opcode.ALU and i.alu_opcode == AluOp.MAX and i.use_imm
                    for i in small.insns)
         session.scrub()
@@ -232,6 +232,65 @@ def test_seeded_failure_shrinks_to_a_few_instructions():
         assert honest.check(small)[2] is None
     finally:
         honest.close()
+
+
+class CountsOneMoreGemm(GoldenModel):
+    def run(self, *args, **kw):
+        counters = super().run(*args, **kw)
+        counters.gemm_uops += 1
+        return counters
+
+
+class FaultOneLater(GoldenModel):
+    def run(self, *args, **kw):
+        try:
+            return super().run(*args, **kw)
+        except ExecutionError as exc:
+            exc.index += 1
+            raise
+
+
+def test_counter_and_fault_differences_are_mismatches():
+    session = Session("golden", TINY, reference=CountsOneMoreGemm)
+    try:
+        mismatch = session.check(generate(TINY, 0, session.base, "normal"))[2]
+        assert mismatch.signature == ("counter", "gemm_uops")
+    finally:
+        session.close()
+    session = Session("golden", TINY, reference=FaultOneLater)
+    try:
+        ref, dut, mismatch = session.check(generate(TINY, 0, session.base, "fault-STORE_PAD"))
+        assert ref.code == dut.code == "STORE_PAD"
+        assert mismatch.signature == ("outcome", "STORE_PAD/STORE_PAD (where)")
+    finally:
+        session.close()
+
+
+def test_a_crashing_simulator_is_reopened_and_the_program_retried(monkeypatch):
+    from vta.driver.rtl import SimulatorCrashError
+    from vta.regress import worker
+
+    opened = []
+
+    class Flaky(Session):
+        def check(self, case):
+            if len(opened) == 1:
+                raise SimulatorCrashError("the simulator exited (code -9)")
+            return super().check(case)
+
+    def session_for(job):
+        opened.append(Flaky("golden", job.cfg))
+        return opened[-1]
+
+    monkeypatch.setattr(worker, "session_for", session_for)
+    job = worker.Job("golden", worker.config_dict(TINY), 3)
+    record = worker.run_job(job)
+    assert record["status"] == "pass" and record["attempts"] == 2 and len(opened) == 2
+    monkeypatch.setattr(Flaky, "check", lambda self, case: (_ for _ in ()).throw(
+        SimulatorCrashError("the simulator exited (code -9)")))
+    record = worker.run_job(job)
+    assert record["status"] == "crash" and "code -9" in record["message"]
+    assert record["seed"] == 3 and record["attempts"] == 2
 
 
 # ------------------------------------------------------------------ engine and CLI
