@@ -44,7 +44,7 @@ import numpy as np
 
 from ..config import TOKEN_QUEUE_DEPTH, Config
 from ..errors import ErrorCode
-from ..golden import ENGINES, QUEUES, dispatch_engine
+from ..golden import ENGINES, POP_QUEUE, PUSH_QUEUE, QUEUES, dispatch_engine
 from ..isa import (
     UOP_BYTES,
     AluInsn,
@@ -78,13 +78,10 @@ FLOOD = COMMAND_QUEUE_DEPTH + 88
 
 #: Fault classes a ``fault-*`` program can hold (every code but NONE).
 FAULTS = tuple(c.name for c in ErrorCode if c != ErrorCode.NONE)
-#: Producer and consumer engine and their flags for each token queue.
-QUEUE_ENDS = {
-    "l2g": ("load", "push_next_dep", "compute", "pop_prev_dep"),
-    "g2l": ("compute", "push_prev_dep", "load", "pop_next_dep"),
-    "g2s": ("compute", "push_next_dep", "store", "pop_prev_dep"),
-    "s2g": ("store", "push_prev_dep", "compute", "pop_next_dep"),
-}
+#: (producer engine, push flag, consumer engine, pop flag) of each token queue.
+QUEUE_ENDS: dict[str, tuple[str, str, str, str]] = {
+    q: (*next(k for k, v in PUSH_QUEUE.items() if v == q),
+        *next(k for k, v in POP_QUEUE.items() if v == q)) for q in QUEUES}
 #: Relative frequency of each program kind in the schedule of seeds.
 WEIGHTS: dict[str, int] = {
     "normal": 12,

@@ -34,16 +34,9 @@ from dataclasses import dataclass, field
 from ..errors import VTAError
 from ..golden import dispatch_engine
 from ..isa import DEP_FLAGS, MemId, Opcode
-from .generator import DATA_BYTES, Case, is_noop, noop
+from .generator import DATA_BYTES, QUEUE_ENDS, Case, is_noop, noop
 from .races import races, undefined_reads
 
-#: (queue, producer engine, push flag, consumer engine, pop flag)
-_QUEUE_FLAGS = (
-    ("l2g", "load", "push_next_dep", "compute", "pop_prev_dep"),
-    ("g2l", "compute", "push_prev_dep", "load", "pop_next_dep"),
-    ("g2s", "compute", "push_next_dep", "store", "pop_prev_dep"),
-    ("s2g", "store", "push_prev_dep", "compute", "pop_next_dep"),
-)
 _CHUNK = 1024
 
 
@@ -259,7 +252,7 @@ def _fold_noop(case: Case, index: int) -> Case | None:
 def _token_units(case: Case) -> list[tuple[str, str, int]]:
     """(queue, "pair"|"push"|"pop", k) for every push/pop of every queue."""
     units = []
-    for q, prod, push, cons, pop in _QUEUE_FLAGS:
+    for q, (prod, push, cons, pop) in QUEUE_ENDS.items():
         pushes = [i for i, insn in enumerate(case.insns)
                   if dispatch_engine(insn) == prod and getattr(insn, push, 0)]
         pops = [i for i, insn in enumerate(case.insns)
@@ -272,7 +265,7 @@ def _token_units(case: Case) -> list[tuple[str, str, int]]:
 
 def _drop_tokens(case: Case, removed: set) -> Case:
     out = case.copy()
-    for q, prod, push, cons, pop in _QUEUE_FLAGS:
+    for q, (prod, push, cons, pop) in QUEUE_ENDS.items():
         pushes = [i for i, insn in enumerate(case.insns)
                   if dispatch_engine(insn) == prod and getattr(insn, push, 0)]
         pops = [i for i, insn in enumerate(case.insns)
