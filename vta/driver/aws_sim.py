@@ -45,6 +45,9 @@ from .rtl import SIMULATORS, RTLTransport
 BACKENDS = ("f1-sim", "f2-sim")
 #: AXI ID of host MMIO on the F1 shell's PCIS port (0x00-0x03 are the XDMA channels).
 F1_MMIO_ID = 0x20
+#: AXI ID the F2 shell model gives host MMIO: an arbitrary 16-bit value (the shell's own
+#: choice is not documented), so the wrapper's ID restore is exercised across 16 bits.
+F2_MMIO_ID = 0x8A5C
 #: Beats per PCIS burst of the XDMA engine model (4 KiB).
 XDMA_BEATS = 64
 
@@ -286,7 +289,7 @@ class SimPlatform:
         if index == 0:
             return SimBar0(self.sim, self.run_timeout)
         if index == 4:
-            return SimBar4(self.sim, F1_MMIO_ID if self.sim.shell.name == "f1" else 0)
+            return SimBar4(self.sim, F1_MMIO_ID if self.sim.shell.name == "f1" else F2_MMIO_ID)
         raise DeviceError(f"the simulated wrapper has no BAR{index}")
 
     def xdma_number(self, fn: PciFunction) -> int | None:
