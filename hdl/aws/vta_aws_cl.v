@@ -236,6 +236,7 @@ vta_top #(
 // ------------------------------------------------------------ OCL: registers
 reg [31:0] irq_count_reg;
 reg        mem_ready_reg;
+wire       pcis_wr_busy;
 always @(posedge clk) mem_ready_reg <= mem_ready;
 
 vta_aws_ocl #(.SHELL(SHELL), .LOG_MEM_BYTES(LOG_MEM_BYTES)) ocl (
@@ -253,7 +254,7 @@ vta_aws_ocl #(.SHELL(SHELL), .LOG_MEM_BYTES(LOG_MEM_BYTES)) ocl (
     .m_axil_bready(v_bready), .m_axil_araddr(v_araddr), .m_axil_arvalid(v_arvalid),
     .m_axil_arready(v_arready), .m_axil_rdata(v_rdata), .m_axil_rresp(v_rresp),
     .m_axil_rvalid(v_rvalid), .m_axil_rready(v_rready),
-    .irq_count(irq_count_reg), .mem_ready(mem_ready_reg)
+    .irq_count(irq_count_reg), .mem_ready(mem_ready_reg), .fence(pcis_wr_busy)
 );
 
 // ------------------------------------------------------------ VTA master: 512-bit
@@ -304,6 +305,7 @@ wire [1:0]   h_bresp, h_rresp;
 
 vta_aws_idq #(.DATA_WIDTH(512), .ADDR_WIDTH(64), .ID_WIDTH(PCIS_ID_WIDTH)) idq (
     .clk(clk), .rst(rst), .rd_full(pcis_rd_full), .wr_full(pcis_wr_full),
+    .wr_busy(pcis_wr_busy),
     .s_axi_awid(s_axi_awid), .s_axi_awaddr(s_axi_awaddr), .s_axi_awlen(s_axi_awlen),
     .s_axi_awsize(s_axi_awsize), .s_axi_awvalid(s_axi_awvalid), .s_axi_awready(s_axi_awready),
     .s_axi_wdata(s_axi_wdata), .s_axi_wstrb(s_axi_wstrb), .s_axi_wlast(s_axi_wlast),

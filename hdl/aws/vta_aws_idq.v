@@ -14,7 +14,8 @@
  * and 32 writes outstanding, so with LOG_DEPTH 5 the custom logic knows about
  * every request the shell issued (the shell interface specification's advice).
  * `rd_full` / `wr_full` say a FIFO is full (the shell's cl_sh_dma_rd_full /
- * cl_sh_dma_wr_full hints).
+ * cl_sh_dma_wr_full hints); `wr_busy` says a host write is offered or awaits its
+ * response.
  */
 module vta_aws_idq #(
     // AXI data width
@@ -31,6 +32,7 @@ module vta_aws_idq #(
 
     output wire                      rd_full,
     output wire                      wr_full,
+    output wire                      wr_busy,
 
     // from the shell
     input  wire [ID_WIDTH-1:0]       s_axi_awid,
@@ -89,7 +91,7 @@ module vta_aws_idq #(
 
 // FIFO occupancies (unused: in_ready says full)
 wire [LOG_DEPTH+1:0] count1, count2;
-wire _unused_counts = &{1'b0, count1, count2, 1'b0};
+wire _unused_counts = &{1'b0, count2, 1'b0};
 
 // ------------------------------------------------------------------ writes
 wire                aw_room;
@@ -101,6 +103,8 @@ assign m_axi_awsize = s_axi_awsize;
 assign m_axi_awvalid = s_axi_awvalid && aw_room;
 assign s_axi_awready = m_axi_awready && aw_room;
 assign wr_full = !aw_room;
+// a host write is offered, or accepted and not yet answered
+assign wr_busy = s_axi_awvalid || count1 != {(LOG_DEPTH+2){1'b0}};
 
 vta_fifo #(.WIDTH(ID_WIDTH), .LOG_DEPTH(LOG_DEPTH)) bids (
     .clk(clk), .rst(rst), .clear(1'b0),

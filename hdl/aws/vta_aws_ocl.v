@@ -16,6 +16,11 @@
  * address (and, for a write, the data: AW and W are accepted together), perform it
  * (forward to vta_top and wait for its response, or use a local register), then
  * hold the response until the shell takes it.
+ *
+ * Ordering: a register write is taken only once no host write to card memory
+ * (PCIS) awaits its response (`fence`), so the data the host wrote through BAR4
+ * before starting a run is in card memory before VTA can read it; the shell's OCL
+ * and PCIS ports are separate AXI interfaces, and nothing else orders them.
  */
 module vta_aws_ocl #(
     // shell number reported in CL_INFO (vta/aws/regs.py SHELLS)
@@ -66,7 +71,9 @@ module vta_aws_ocl #(
 
     // wrapper status
     input  wire [31:0] irq_count,
-    input  wire        mem_ready
+    input  wire        mem_ready,
+    // a host write to card memory awaits its response: hold register writes
+    input  wire        fence
 );
 
 localparam [7:0] SHELL_NO = SHELL;
@@ -116,7 +123,7 @@ reg        fw_w_reg, fw_w_next;     // W still owed to vta_top
 reg [1:0]  b_resp_reg, b_resp_next;
 
 // nothing is taken while in reset: the shell's access stays pending, and times out
-wire w_take = !rst && w_state_reg == STATE_IDLE && s_axil_awvalid && s_axil_wvalid;
+wire w_take = !rst && !fence && w_state_reg == STATE_IDLE && s_axil_awvalid && s_axil_wvalid;
 assign s_axil_awready = w_take;
 assign s_axil_wready = w_take;
 assign s_axil_bvalid = w_state_reg == STATE_RESP;
@@ -141,7 +148,7 @@ always @* begin
 
     case (w_state_reg)
         STATE_IDLE: begin
-            // waits for AW and W together
+            // waits for AW and W together, and for host writes to card memory to land
             if (w_take) begin
                 w_addr_next = s_axil_awaddr[11:0];
                 w_data_next = s_axil_wdata;

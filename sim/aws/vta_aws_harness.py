@@ -9,6 +9,11 @@ op           request fields (payload)             reply fields (payload)
 ===========  ===================================  ========================================
 pcis_write   addr, id, beats (payload: the bytes)  pcis counters (below)
 pcis_read    addr, nbytes, id, beats               pcis counters (payload: the bytes)
+pcis_post    as pcis_write (one buffer-full), but   --
+             returns once its first request is
+             on the bus: later requests run while
+             it is in flight
+pcis_wait    --                                   pcis counters, once it is complete
 hold         on: hold the custom logic in reset    -- (released: 64 cycles later)
 flr          pulse the function-level reset        flr_done (cycles until cl_sh_flr_done)
 info         --                                   the base fields, pcis counters,
@@ -43,6 +48,7 @@ class AwsHarness(base.Harness):
         super().__init__(dut)
         self.pcis_file = Path(os.environ["VTA_PCIS_FILE"])
         self.pc_seq = 0
+        self.pc_posted = (0, 0, 0)
 
     async def start(self) -> None:
         for name in ("pc_req", "pc_op", "pc_addr", "pc_bytes", "pc_id", "pc_beats", "cl_hold",
@@ -51,8 +57,8 @@ class AwsHarness(base.Harness):
         await super().start()
 
     # ------------------------------------------------------------ PCIS
-    async def _pcis_command(self, op: int, addr: int, nbytes: int, ident: int,
-                            beats: int) -> None:
+    def _pcis_post(self, op: int, addr: int, nbytes: int, ident: int, beats: int) -> None:
+        """Hand the PCIS master one command (it starts at the next clock edge)."""
         dut = self.dut
         dut.pc_op.value = op
         dut.pc_addr.value = addr
@@ -61,20 +67,31 @@ class AwsHarness(base.Harness):
         dut.pc_beats.value = beats
         self.pc_seq = (self.pc_seq + 1) & 0xFF
         dut.pc_req.value = self.pc_seq
+        self.pc_posted = (op, addr, nbytes)
+
+    async def _pcis_wait(self) -> None:
+        """Wait until the posted PCIS command is complete."""
+        dut = self.dut
+        op, addr, nbytes = self.pc_posted
         words = (addr % WORD + nbytes + WORD - 1) // WORD
         limit_cycles = 20_000 + 200 * words
         limit = Timer(limit_cycles * base.CLOCK_NS, unit="ns")
-        while True:
+        while int(dut.pc_ack.value) != self.pc_seq:
             fired = await First(dut.pc_ack.value_change, limit)
             await ReadOnly()
             if int(dut.pc_ack.value) == self.pc_seq:
-                await RisingEdge(self.clk)
-                return
+                break
             if fired is limit:
                 kind = "write to" if op == 1 else "read of"
                 raise TimeoutError(f"PCIS {kind} {nbytes} bytes at 0x{addr:x} did not complete "
                                    f"within {limit_cycles} cycles")
             await RisingEdge(self.clk)
+        await RisingEdge(self.clk)
+
+    async def _pcis_command(self, op: int, addr: int, nbytes: int, ident: int,
+                            beats: int) -> None:
+        self._pcis_post(op, addr, nbytes, ident, beats)
+        await self._pcis_wait()
 
     def _chunks(self, addr: int, nbytes: int):
         """(address, bytes) pieces of at most a buffer-full, split on 64-byte words."""
@@ -121,6 +138,22 @@ class AwsHarness(base.Harness):
             data = await self.pcis_read(req["addr"], req["nbytes"], req.get("id", 0),
                                         req.get("beats", 1))
             return self.pcis_counters(), data
+        if op == "pcis_post":  # one write of at most a buffer-full, not waited for
+            data = np.frombuffer(payload, dtype=np.uint8)
+            addr, off = req["addr"], req["addr"] % WORD
+            words = (off + len(data) + WORD - 1) // WORD
+            if words * WORD > PCIS_BUFFER:
+                raise ValueError(f"pcis_post takes at most {PCIS_BUFFER} bytes")
+            buf = np.zeros(words * WORD, dtype=np.uint8)
+            buf[off:off + len(data)] = data
+            self.pcis_file.write_bytes(buf.reshape(words, WORD)[:, ::-1].tobytes())
+            self._pcis_post(1, addr, len(data), req.get("id", 0), req.get("beats", 1))
+            for _ in range(4):  # its first request is on the bus, as PCIe ordering would have it
+                await RisingEdge(self.clk)
+            return {}, b""
+        if op == "pcis_wait":
+            await self._pcis_wait()
+            return self.pcis_counters(), b""
         if op == "hold":
             # on release, time for an access the shell model had given up on to drain
             dut.cl_hold.value = 1 if req.get("on") else 0

@@ -146,6 +146,25 @@ def test_host_accesses_during_a_run_meet_the_8us_rule(aws_device, shell, sim, pr
 
 
 @pytest.mark.parametrize("shell,sim,preset", CASES)
+def test_register_writes_wait_for_host_writes_to_land(aws_device, shell, sim, preset):
+    """A register write (START, say) that follows host writes to card memory is taken only
+    once they are in card memory: with a 300-cycle write latency, it waits for them."""
+    dev = aws_device(shell, sim, preset, latency=(2, 300))
+    t, s = _parts(dev)
+    s.pcis_post(0x50000, bytes(range(200)), 0x20, 1)  # in flight while the next request runs
+    before = s.info()["cycle"]
+    t.write32(clregs.offset("SCRATCH"), 0x600D)
+    waited = s.info()["cycle"] - before
+    s.pcis_wait()
+    assert waited >= 300, f"the register write completed after {waited} cycles"
+    assert t.read32(clregs.offset("SCRATCH")) == 0x600D
+    assert t.mem_read(0x50000, 200) == bytes(range(200))
+    before = s.info()["cycle"]
+    t.write32(clregs.offset("SCRATCH"), 1)  # nothing in flight: no wait
+    assert s.info()["cycle"] - before < 100
+
+
+@pytest.mark.parametrize("shell,sim,preset", CASES)
 def test_unanswered_access_reads_all_ones_and_names_the_recovery(aws_device, shell, sim, preset):
     """With the custom logic held in reset the shell model times BAR0 accesses out
     (all ones); the transport reports the timeout with the reload command; released,

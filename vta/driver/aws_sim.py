@@ -177,6 +177,15 @@ class AwsSimShell(RTLTransport):
             raise DeviceError(f"{self.name}: PCIS read returned {len(data)} of {nbytes} bytes")
         return data
 
+    def pcis_post(self, addr: int, data: bytes, ident: int, beats: int) -> None:
+        """Start a PCIS write of ``data`` (at most 1 MiB) and return while it is in flight."""
+        self._call({"op": "pcis_post", "addr": addr, "id": ident, "beats": beats}, bytes(data))
+
+    def pcis_wait(self) -> None:
+        """Wait for the write :meth:`pcis_post` started; its responses are checked."""
+        reply, _ = self._call({"op": "pcis_wait"})
+        self._check_pcis(reply, "posted write")
+
     def hold(self, on: bool) -> None:
         """Hold the custom logic in reset (rst_main_n low); the shell models keep running."""
         self._call({"op": "hold", "on": bool(on)})
