@@ -7,7 +7,8 @@ against the device's totals less the shell's share.  yosys's mapping is not
 Vivado's: the figures size the design, they are not a placement result.  A few
 CPU minutes per configuration; needs Debian's yosys.
 
-    python scripts/synth/aws_size.py [--build f1:aws,f2:aws,f2:aws32] [--workdir DIR] [--json FILE]
+    python scripts/synth/aws_size.py [--build f1:aws,f2:aws,f2:aws32] [--workdir DIR [--reuse]]
+                                     [--json FILE]
 """
 
 from __future__ import annotations
@@ -35,18 +36,22 @@ DEVICES = {
 BUDGET = {"f1": ("VU9P", 0.80), "f2": ("VU47P", 0.88)}
 
 
-def measure(shell: str, preset: str, work: Path) -> dict:
+def measure(shell: str, preset: str, work: Path, reuse: bool = False) -> dict:
     cfg = Config.load(preset)
     spec = SHELLS[shell]
-    hdr = work / "include"
-    hdlgen.write_headers(cfg, hdr)
-    write_aws_header(hdr)
-    params = {k: v for k, v in hdlgen.top_parameters(cfg).items()
-              if k not in ("MEM_SIZE", "ADDR_WIDTH", "ID_WIDTH")}
-    params["LOG_MEM_BYTES"] = spec.log_mem_bytes
     start = time.perf_counter()
-    netlist = run_yosys(spec.module, [*hdlgen.hdl_sources(), *aws_sources()], work,
-                        includes=(hdr,), parameters=params)
+    saved = work / f"{spec.module}.json"
+    if reuse and saved.exists():  # the netlist of an earlier run of this script
+        netlist = json.loads(saved.read_text())
+    else:
+        hdr = work / "include"
+        hdlgen.write_headers(cfg, hdr)
+        write_aws_header(hdr)
+        params = {k: v for k, v in hdlgen.top_parameters(cfg).items()
+                  if k not in ("MEM_SIZE", "ADDR_WIDTH", "ID_WIDTH")}
+        params["LOG_MEM_BYTES"] = spec.log_mem_bytes
+        netlist = run_yosys(spec.module, [*hdlgen.hdl_sources(), *aws_sources()], work,
+                            includes=(hdr,), parameters=params)
     report = analyse(netlist, f"{shell}:{preset}")
     t = report.total
     used = {"LUT": t.get("LUT", 0) + t.get("SRL", 0) + 4 * t.get("LUTRAM", 0),
@@ -54,10 +59,15 @@ def measure(shell: str, preset: str, work: Path) -> dict:
             "BRAM36": t.get("BRAM36", 0) + t.get("BRAM18", 0) / 2, "URAM": t.get("URAM", 0)}
     device, share = BUDGET[shell]
     budget = {k: int(v * share) for k, v in DEVICES[device].items()}
-    wrapper = {k: v for k, v in report.instances.items() if k != "cl"}
+    # the wrapper's own logic: every instance outside VTA (cl.vta.*)
+    wrapper: dict[str, int] = {}
+    for path, counts in report.modules.items():
+        if path != "cl.vta" and not path.startswith("cl.vta."):
+            for res, n in counts.items():
+                wrapper[res] = wrapper.get(res, 0) + n
     return {"shell": shell, "preset": preset, "device": device, "share": share,
             "used": used, "budget": budget, "macs": cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT,
-            "instances": report.instances, "modules_outside_vta": wrapper,
+            "instances": report.instances, "wrapper": wrapper,
             "seconds": time.perf_counter() - start}
 
 
@@ -69,6 +79,14 @@ def table(rows: list[dict]) -> str:
                  f"({100 * r['used'][c] / r['budget'][c]:.1f}%)" for c in cols]
         out.append(f"| {r['shell']}:{r['preset']} ({r['macs']}) on {r['device']} x "
                    f"{r['share']:.0%} | " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("| shell:preset: the wrapper alone (outside vta_top) | LUT | FF | LUTRAM | DSP | "
+               "BRAM36 | BRAM18 |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        w = r["wrapper"]
+        out.append(f"| {r['shell']}:{r['preset']} | " + " | ".join(
+            f"{w.get(c, 0):,}" for c in ("LUT", "FF", "LUTRAM", "DSP", "BRAM36", "BRAM18")) + " |")
     return "\n".join(out)
 
 
@@ -78,13 +96,15 @@ def main() -> None:
                         help="comma-separated shell:preset pairs")
     parser.add_argument("--workdir", help="keep the yosys scripts, logs and netlists here")
     parser.add_argument("--json", help="also write the figures as JSON to this file")
+    parser.add_argument("--reuse", action="store_true",
+                        help="measure the netlists an earlier run left in --workdir")
     args = parser.parse_args()
     rows = []
     for item in args.build.split(","):
         shell, preset = item.split(":")
         if args.workdir:
             work = Path(args.workdir) / f"{shell}-{preset}"
-            rows.append(measure(shell, preset, work))
+            rows.append(measure(shell, preset, work, args.reuse))
         else:
             with tempfile.TemporaryDirectory(prefix="vta-aws-size-") as tmp:
                 rows.append(measure(shell, preset, Path(tmp)))
