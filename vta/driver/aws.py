@@ -61,7 +61,6 @@ DMA_CHUNK = 1 << 22
 #: VTA registers that can never read all ones (their reserved bits are zero).
 NEVER_ALL_ONES = frozenset({regs.offset("STATUS"), regs.offset("ID"), regs.offset("HW_VERSION"),
                             clregs.offset("CL_ID"), clregs.offset("CL_INFO")})
-BACKENDS = tuple(clregs.SHELLS)
 
 
 class ShellTimeoutError(DeviceError):
