@@ -294,3 +294,11 @@ def test_run_without_a_card_says_where_it_runs(matmul_program):
     result = CliRunner().invoke(main, ["aws", "run", str(matmul_program)])
     assert result.exit_code == 1
     assert "no AWS FPGA slot found" in result.output
+
+
+def test_demo_on_f2_without_a_card():
+    """`vta demo -b f2` on a machine without an FPGA says where the backend runs."""
+    result = CliRunner().invoke(main, ["demo", "-b", "f2", "-c", "aws"])
+    assert result.exit_code == 1
+    assert "no AWS FPGA slot found" in result.output
+    assert "the f1/f2 backends run on an F1 or F2 instance only" in result.output
