@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""``vta regress`` throughput: programs per second per worker, 1 -> 2 workers, projections.
+"""``vta regress`` throughput: programs per second per worker, 1 -> 2 workers.
 
 For each backend, one period of the program schedule (41 seeds: every kind)
 per configuration runs through :func:`vta.regress.run.regress` on a local Dask
@@ -7,10 +7,7 @@ cluster, first with one worker, then with ``--workers`` workers, in the same
 run (the ratio of the two is the scaling; the machine is shared, so compare
 within one run).  Programs per second exclude the cluster's start-up but
 include each worker opening its simulator (about a second per configuration,
-paid once per worker).  From the multi-worker rate of the Verilator row the
-script projects the time of 10,000 programs x 3 configurations on this machine
-and on a cluster of K such machines (K x the workers, plus one simulator build
-per configuration and machine).
+paid once per worker).
 
 Every program is checked against the golden model; any failure is printed.
 
@@ -59,28 +56,14 @@ def main() -> None:
     print(f"| backend | configurations | programs | 1 worker: programs/s | "
           f"{args.workers} workers: programs/s | scaling | s per program (busy) |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    rows = {}
     for backend in args.backends.split(","):
         configs = (args.icarus_configs if backend == "icarus" else args.configs).split(",")
         one = run_once(backend, configs, args.programs, 1)
         many = run_once(backend, configs, args.programs, args.workers)
-        rows[backend] = (configs, one, many)
         print(f"| {backend} | {','.join(configs)} | {one['programs']} | {one['rate']:.2f} | "
               f"{many['rate']:.2f} | {many['rate'] / one['rate']:.2f}x | "
               f"{one['per_program']:.3f} |", flush=True)
     print(f"\nload average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    if "verilator" in rows:
-        _, _, many = rows["verilator"]
-        total = 10_000 * 3
-        one_machine = total / many["rate"]
-        print(f"\nprojection, 10,000 programs x 3 configurations on Verilator from the "
-              f"{args.workers}-worker rate ({many['rate']:.2f} programs/s; the mix of the "
-              f"configurations measured):")
-        print(f"  one machine ({args.workers} workers): {one_machine / 3600:.1f} h")
-        for k in (4, 16, 64):
-            print(f"  {k} machines ({k * args.workers} workers): "
-                  f"{one_machine / k / 60:.0f} min + one build per configuration and machine "
-                  "(about 1 min each)")
 
 
 if __name__ == "__main__":
