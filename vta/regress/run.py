@@ -23,7 +23,9 @@ import json
 import logging
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -242,8 +244,9 @@ def connect(workers: int | None = None, cluster: str | None = None, *,
             # the worker processes inherit it: one BLAS thread each (see tests/conftest.py)
             for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
                 os.environ.setdefault(var, "1")
-            local = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                                 dashboard_address=None, silence_logs=logging.ERROR)
+            with _sigint_ignored():  # the workers inherit it: Ctrl-C is the client's alone
+                local = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
+                                     dashboard_address=None, silence_logs=logging.ERROR)
             client = Client(local)
             try:
                 yield client
@@ -252,6 +255,19 @@ def connect(workers: int | None = None, cluster: str | None = None, *,
                     client.run(close_sessions)
                 client.close()
                 local.close()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT while worker processes start (they keep ignoring it), if we can."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _stage_package() -> str:
