@@ -22,6 +22,7 @@ from vta.cli import main
 from vta.errors import ConfigError, ErrorCode, ExecutionError
 from vta.golden import GoldenModel
 from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, encode_stream
+from vta.lint import lint
 from vta.regress import coverage, races, run
 from vta.regress.check import Session
 from vta.regress.configs import parse_configs, random_config
@@ -34,6 +35,7 @@ from vta.regress.generator import (
     kind_of_seed,
     schedule,
 )
+from vta.regress.report import to_program
 from vta.regress.shrink import same_failure, shrink
 
 TINY = vta.Config.load("tiny")
@@ -220,6 +222,9 @@ def test_seeded_failure_shrinks_to_a_few_instructions():
         assert result.stats["complete"]
         assert small.insn_count <= 5 < case.insn_count
         assert races.races(small) == [] and races.undefined_reads(small) == []
+        # vta lint (its own token analysis) finds no error either
+        errors = [f for f in lint(to_program(small)) if f.severity == "error"]
+        assert errors == [], [f.line() for f in errors]
         assert any(i.opcode == Opcode.ALU and i.alu_opcode == AluOp.MAX and i.use_imm
                    for i in small.insns)
         session.scrub()
@@ -469,6 +474,28 @@ def test_load_of_padding_only_zeroes_its_entries():
     assert not inp[1:3].any()
     assert inp[3].tolist() == list(range(3 * elem + 1, 4 * elem + 1))
     assert counters.inp_load_bytes == 4 * elem
+
+
+@pytest.mark.slow
+def test_seeded_failure_shrinks_on_the_rtl():
+    """The same patched reference against Verilator (tiny): the shrunk case still fails there."""
+    from vta.sim.build import SimulatorError, simulator_version
+
+    try:
+        simulator_version("verilator")
+    except SimulatorError as exc:
+        pytest.skip(str(exc))
+    session = Session("verilator", TINY, reference=MaxImmOffByOne)
+    try:
+        case = generate(TINY, 0, session.base, "normal")
+        session.scrub()
+        mismatch = session.check(case)[2]
+        assert mismatch.signature == ("memory", "out")
+        result = shrink(case, same_failure(session, mismatch), budget=300)
+        assert result.case.insn_count <= 5 and result.stats["complete"]
+        assert session.check(result.case)[2].signature == mismatch.signature
+    finally:
+        session.close()
 
 
 def test_fault_names_are_error_codes():
