@@ -408,13 +408,15 @@ class GoldenModel:
             rows = self._dram_rows(engine, index, insn, elem_bytes)
             sram = self.sp.raw[buf]
         lanes = sram.shape[1]  # explicit: a LOAD of padding only (y_size 0) has no rows
-        block = sram[insn.sram_base:insn.sram_base + x_total * y_total].reshape(
-            y_total, x_total, lanes)
-        if x_total != insn.x_size or y_total != insn.y_size:
+        block = sram[insn.sram_base:insn.sram_base + x_total * y_total]
+        if x_total == insn.x_size and y_total == insn.y_size:
+            block[...] = rows.reshape(block.shape)
+        else:  # zeros around the rows
+            block = block.reshape(y_total, x_total, lanes)
             block[...] = 0
-        block[insn.y_pad_0:insn.y_pad_0 + insn.y_size,
-              insn.x_pad_0:insn.x_pad_0 + insn.x_size] = rows.reshape(insn.y_size, insn.x_size,
-                                                                      lanes)
+            block[insn.y_pad_0:insn.y_pad_0 + insn.y_size,
+                  insn.x_pad_0:insn.x_pad_0 + insn.x_size] = rows.reshape(insn.y_size,
+                                                                          insn.x_size, lanes)
         return f"{counter}_load_bytes", insn.y_size * insn.x_size * elem_bytes
 
     def _store(self, engine: str, index: int, insn: MemInsn,
