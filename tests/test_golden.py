@@ -722,3 +722,15 @@ def test_single_micro_op_nests_reset_and_alu(n_out, n_in, f_out, f_in):
     acc[visits] = 0
     np.testing.assert_array_equal(sp.acc, acc)
     np.testing.assert_array_equal(sp.out, out)  # a reset leaves OUT alone
+
+
+def test_alu_reading_entries_it_writes_later_sees_their_old_values():
+    """dst k reads k + 1, which the same instruction overwrites one step later: serially it
+    still holds its old value (a write-after-read inside one hazard-free segment)."""
+    rig = Rig(TINY)
+    sp = rig.model.sp
+    sp.acc[:10, 0, 0] = np.arange(1, 11)
+    sp.uop[0] = int.from_bytes(encode_uop(Uop(0, 1, 0), TINY), "little")
+    rig.run([alu(AluOp.ADD, 0, 1, iter_in=9, dfi=1, sfi=1), FINISH])
+    np.testing.assert_array_equal(sp.acc[:10, 0, 0], [3, 5, 7, 9, 11, 13, 15, 17, 19, 10])
+    np.testing.assert_array_equal(sp.out[:9, 0, 0], [3, 5, 7, 9, 11, 13, 15, 17, 19])

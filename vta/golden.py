@@ -796,9 +796,14 @@ class _AluPlan:
             func = _ALU_FUNCS[insn.alu_opcode]
         acc, out = sp.acc2[bases[0]:], sp.out2[bases[0]:]
         imm = np.int32(insn.imm)
+        in_place = isinstance(func, np.ufunc)
         for d, s in self.segments:
             # int32 arithmetic on arrays wraps modulo 2**32, as the hardware does
-            acc[d] = func(acc[d], imm if s is None else acc[s])
+            y = imm if s is None else acc[s]
+            if in_place and isinstance(d, slice):
+                func(acc[d], y, out=acc[d])  # NumPy copies y first if it overlaps
+            else:
+                acc[d] = func(acc[d], y)
             out[d] = acc[d]
 
 
