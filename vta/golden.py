@@ -192,8 +192,8 @@ class GoldenModel:
     Attributes
     ----------
     counters : Counters
-        Counters of the current or last run, as far as it got: an instruction
-        counts once it retires (after a fault, what retired before it).
+        Counters of the last run, as far as it got: an instruction counts once
+        it retires (after a fault or a timeout, what retired before it).
     tokens : dict[str, int]
         Tokens in each queue now (after a run: what it left behind).
     """
@@ -315,7 +315,7 @@ class GoldenModel:
         copy: a run that stores over its own stream still executes what was
         fetched) and, per engine, the indices of its instructions in order.
         An undefined opcode anywhere faults here, before anything executes;
-        instructions are decoded one at a time as their engine reaches them.
+        instructions are decoded when their engine reaches them (:class:`_Stream`).
         """
         if insn_count < 0:
             raise ExecutionError(f"insn_count must be >= 0, not {insn_count}",

