@@ -14,6 +14,9 @@ exactly those images, interleaved:
   ``../shared/tools/fsim``, a fresh process per run so token queues start empty,
   scratchpads zero-filled as in the golden model).
 
+Times are wall clock (what the fsim harness reports); the golden cold run's thread
+CPU time is printed too, its cost without preemption on a busy machine.
+
 After every timed run the whole device memory of the golden device is checked
 byte-equal to fsim's.  Best of ``--repeat`` interleaved rounds.  fsim is not part
 of the package: build it with ``../shared/tools/fsim/build.sh CONFIG_JSON OUT``
