@@ -12,18 +12,12 @@
  * writes OUT.
  *
  * GEMM and ALU run the loop nest "for o, for i, for u in uop_bgn..uop_end-1"
- * through a four-stage pipeline that takes one micro-op per cycle:
- *
- *   A  issue       micro-op address u, loop offsets
- *   B  index       dst/src/wgt = micro-op fields + offsets -> SRAM reads
- *   C  multiply    INP x WGT^T dot products (vta_gemm), operands registered
- *   D  accumulate  ACC + sum, or the ALU op (vta_alu); write ACC and OUT
- *
- * Read-after-write on ACC: a micro-op reads ACC in B, two cycles before it
- * writes in D, so the writes of the two cycles before its D are not yet in
- * the SRAM.  Stage D keeps the last two writes and forwards them (newest
- * first) to both ACC operands, so results equal the serial golden model for
- * any dst sequence, with no stall.
+ * here (one micro-op issued per cycle) through vta_compute_pipe (index,
+ * scratchpad reads, vta_gemm / vta_alu, ACC and OUT writes, read-after-write
+ * forwarding; see there).  An instruction retires when its last micro-op is
+ * issued; one that pushes a token (or FINISH) first waits until every
+ * micro-op has written, so the other engines see its results.  A LOAD waits
+ * for the pipeline to empty too (it writes ACC / UOP).
  *
  * Faults (decision 7) are found before any scratchpad is written: undefined
  * memory type / ALU opcode, uop_end beyond the UOP buffer, and every
@@ -31,11 +25,14 @@
  * micro-ops uop_bgn..uop_end-1 are scanned once for their largest fields
  * (cached for the last range until the next UOP load), and the largest
  * index of the nest is field maximum + (iter_out-1)*factor_out +
- * (iter_in-1)*factor_in.
+ * (iter_in-1)*factor_in (the products registered in DECODE, the sums and
+ * compares in CHECK).
  *
  * OUT: a non-reset GEMM and every ALU micro-op write the low OUT_WIDTH bits
  * of each new ACC lane to OUT at the same index (decision 2).
  */
+`include "vta_isa.vh"
+
 module vta_compute #(
     // log2 of the lane widths in bits
     parameter LOG_INP_WIDTH = 3,
@@ -63,10 +60,10 @@ module vta_compute #(
     input  wire                  run,
     input  wire                  halt,
 
-    // command queue: {index, instruction}
+    // command queue: {index, instruction} (vta_isa.vh: VTA_CMD_*)
     input  wire                  cmd_valid,
     output wire                  cmd_ready,
-    input  wire [159:0]          cmd_data,
+    input  wire [`VTA_CMD_W-1:0] cmd_data,
 
     // tokens
     input  wire                  l2g_nonempty,
@@ -116,7 +113,6 @@ module vta_compute #(
 );
 
 `include "vta_regs.vh"
-`include "vta_isa.vh"
 
 // ------------------------------------------------------------ derived sizes
 localparam LOG_INP_BYTES = LOG_BATCH + LOG_BLOCK + LOG_INP_WIDTH - 3;
@@ -133,7 +129,7 @@ localparam integer AL = 1 << LOG_ACC_WIDTH;           // ACC lane bits
 localparam integer OL = 1 << LOG_INP_WIDTH;           // OUT lane bits
 localparam ACC_W = LANES * AL;
 localparam OUT_W = LANES * OL;
-localparam UOP_W = 32;
+localparam UOP_W = `VTA_UOP_W;
 localparam A = LOG_ACC_DEPTH;
 
 initial begin
@@ -154,26 +150,28 @@ localparam STATE_LOAD   = 4'd3;
 localparam STATE_SCAN   = 4'd4;
 localparam STATE_CHECK  = 4'd5;
 localparam STATE_EXEC   = 4'd6;
-localparam STATE_DRAIN  = 4'd7;
-localparam STATE_RETIRE = 4'd8;
+localparam STATE_RETIRE = 4'd7;
 
 reg [3:0]   state_reg, state_next;
-reg [127:0] insn_reg, insn_next;
+reg [`VTA_INSN_W-1:0] insn_reg, insn_next;
 reg [31:0]  index_reg, index_next;
 
 // ------------------------------------------------------------ fields
-wire [2:0]  opcode    = insn_reg[2:0];
-wire        pop_prev  = insn_reg[3];
-wire        pop_next  = insn_reg[4];
-wire        push_prev = insn_reg[5];
-wire        push_next = insn_reg[6];
-wire [2:0]  mem_type  = insn_reg[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
-wire [15:0] x_size    = insn_reg[`VTA_MEM_X_SIZE_LO +: `VTA_MEM_X_SIZE_W];
-wire [15:0] y_size    = insn_reg[`VTA_MEM_Y_SIZE_LO +: `VTA_MEM_Y_SIZE_W];
+wire [`VTA_MEM_OPCODE_W-1:0]  opcode    = insn_reg[`VTA_MEM_OPCODE_LO +: `VTA_MEM_OPCODE_W];
+wire        pop_prev  = insn_reg[`VTA_MEM_POP_PREV_DEP_LO];
+wire        pop_next  = insn_reg[`VTA_MEM_POP_NEXT_DEP_LO];
+wire        push_prev = insn_reg[`VTA_MEM_PUSH_PREV_DEP_LO];
+wire        push_next = insn_reg[`VTA_MEM_PUSH_NEXT_DEP_LO];
+wire [`VTA_MEM_MEMORY_TYPE_W-1:0]  mem_type  = insn_reg[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
+wire [`VTA_MEM_X_SIZE_W-1:0] x_size    = insn_reg[`VTA_MEM_X_SIZE_LO +: `VTA_MEM_X_SIZE_W];
+wire [`VTA_MEM_Y_SIZE_W-1:0] y_size    = insn_reg[`VTA_MEM_Y_SIZE_LO +: `VTA_MEM_Y_SIZE_W];
 
 // a field of the instruction (or of a micro-op), zero-extended to 32 bits
-function [31:0] field32(input [127:0] v, input [7:0] lo, input [5:0] w);
-    reg [159:0] ext;
+function [31:0] field32;
+    input [`VTA_INSN_W-1:0] v;
+    input [7:0]   lo;
+    input [5:0]   w;
+    reg [`VTA_INSN_W+31:0] ext;
     begin
         ext = {32'd0, v};
         field32 = ext[lo +: 32] & ~(32'hFFFFFFFF << w);
@@ -194,22 +192,21 @@ wire [31:0] f_wgt_o   = field32(insn_reg, `VTA_GEMM_WGT_FACTOR_OUT_LO, `VTA_GEMM
 wire [31:0] f_wgt_i   = field32(insn_reg, `VTA_GEMM_WGT_FACTOR_IN_LO, `VTA_GEMM_WGT_FACTOR_IN_W);
 wire [16:0] uop_bgn   = f_bgn[16:0];
 wire [16:0] uop_end   = f_end[16:0];
-wire [13:0] iter_out  = insn_reg[`VTA_GEMM_ITER_OUT_LO +: `VTA_GEMM_ITER_OUT_W];
-wire [13:0] iter_in   = insn_reg[`VTA_GEMM_ITER_IN_LO +: `VTA_GEMM_ITER_IN_W];
+wire [`VTA_GEMM_ITER_OUT_W-1:0] iter_out  = insn_reg[`VTA_GEMM_ITER_OUT_LO +: `VTA_GEMM_ITER_OUT_W];
+wire [`VTA_GEMM_ITER_IN_W-1:0] iter_in   = insn_reg[`VTA_GEMM_ITER_IN_LO +: `VTA_GEMM_ITER_IN_W];
 wire [15:0] dst_f_out = f_dst_o[15:0];
 wire [15:0] dst_f_in  = f_dst_i[15:0];
 wire [15:0] src_f_out = is_alu ? f_asrc_o[15:0] : f_gsrc_o[15:0];
 wire [15:0] src_f_in  = is_alu ? f_asrc_i[15:0] : f_gsrc_i[15:0];
 wire [15:0] wgt_f_out = is_alu ? 16'd0 : f_wgt_o[15:0];
 wire [15:0] wgt_f_in  = is_alu ? 16'd0 : f_wgt_i[15:0];
-wire [2:0]  alu_op    = insn_reg[`VTA_ALU_ALU_OPCODE_LO +: `VTA_ALU_ALU_OPCODE_W];
+wire [`VTA_ALU_ALU_OPCODE_W-1:0]  alu_op    = insn_reg[`VTA_ALU_ALU_OPCODE_LO +: `VTA_ALU_ALU_OPCODE_W];
 wire        use_imm   = insn_reg[`VTA_ALU_USE_IMM_LO];
-wire [15:0] imm       = insn_reg[`VTA_ALU_IMM_LO +: `VTA_ALU_IMM_W];
+wire [`VTA_ALU_IMM_W-1:0] imm       = insn_reg[`VTA_ALU_IMM_LO +: `VTA_ALU_IMM_W];
 
 wire        mt_uop  = mem_type == `VTA_MEM_UOP;
 wire        mt_acc  = mem_type == `VTA_MEM_ACC;
 wire        mt_acc8 = mem_type == `VTA_MEM_ACC_8BIT;
-wire [31:0] elems = {16'd0, x_size} * {16'd0, y_size};
 
 // ------------------------------------------------------------ scratchpads
 reg                     uop_re;
@@ -219,7 +216,7 @@ wire                    uop_we;
 wire [LOG_UOP_DEPTH-1:0] uop_waddr;
 wire [UOP_W-1:0]        uop_wdata;
 
-vta_sram #(.WIDTH(UOP_W), .LOG_DEPTH(LOG_UOP_DEPTH)) uop_mem (
+vta_sram #(.WIDTH(UOP_W), .LOG_DEPTH(LOG_UOP_DEPTH), .OUTPUT_REG(1)) uop_mem (
     .clk(clk),
     .we(uop_we), .waddr(uop_waddr), .wdata(uop_wdata),
     .re(uop_re), .raddr(uop_raddr), .rdata(uop_rdata)
@@ -235,13 +232,13 @@ wire [A-1:0]     acc_src_raddr;
 wire [ACC_W-1:0] acc_dst_rdata;
 wire [ACC_W-1:0] acc_src_rdata;
 
-vta_sram #(.WIDTH(ACC_W), .LOG_DEPTH(A)) acc_mem_dst (
+vta_sram #(.WIDTH(ACC_W), .LOG_DEPTH(A), .OUTPUT_REG(1)) acc_mem_dst (
     .clk(clk),
     .we(acc_we), .waddr(acc_waddr), .wdata(acc_wdata),
     .re(acc_re), .raddr(acc_dst_raddr), .rdata(acc_dst_rdata)
 );
 
-vta_sram #(.WIDTH(ACC_W), .LOG_DEPTH(A)) acc_mem_src (
+vta_sram #(.WIDTH(ACC_W), .LOG_DEPTH(A), .OUTPUT_REG(1)) acc_mem_src (
     .clk(clk),
     .we(acc_we), .waddr(acc_waddr), .wdata(acc_wdata),
     .re(acc_re), .raddr(acc_src_raddr), .rdata(acc_src_rdata)
@@ -363,7 +360,7 @@ end
 
 // ------------------------------------------------------------ range scan
 reg [16:0] scan_u_reg, scan_u_next;
-reg        scan_v_reg;                       // micro-op data valid this cycle
+reg        scan_v1_reg, scan_v2_reg;         // micro-op reads in flight (latency 2)
 reg [15:0] max_dst_reg, max_dst_next;
 reg [15:0] max_src_reg, max_src_next;
 reg [15:0] max_wgt_reg, max_wgt_next;
@@ -371,26 +368,20 @@ reg        c_valid_reg, c_valid_next;        // cache of the last scanned range
 reg [16:0] c_bgn_reg, c_bgn_next;
 reg [16:0] c_end_reg, c_end_next;
 
-wire [31:0] f_udst = field32({96'd0, uop_rdata}, `VTA_UOP_DST_IDX_LO, `VTA_UOP_DST_IDX_W);
-wire [31:0] f_usrc = field32({96'd0, uop_rdata}, `VTA_UOP_SRC_IDX_LO, `VTA_UOP_SRC_IDX_W);
-wire [31:0] f_uwgt = field32({96'd0, uop_rdata}, `VTA_UOP_WGT_IDX_LO, `VTA_UOP_WGT_IDX_W);
-wire [15:0] u_dst = f_udst[15:0];
-wire [15:0] u_src = f_usrc[15:0];
-wire [15:0] u_wgt = f_uwgt[15:0];
+wire [15:0] u_dst = {{(16-`VTA_UOP_DST_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_DST_IDX_LO +: `VTA_UOP_DST_IDX_W]};
+wire [15:0] u_src = {{(16-`VTA_UOP_SRC_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_SRC_IDX_LO +: `VTA_UOP_SRC_IDX_W]};
+wire [15:0] u_wgt = {{(16-`VTA_UOP_WGT_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_WGT_IDX_LO +: `VTA_UOP_WGT_IDX_W]};
 
+// spans of the loop offsets, registered in DECODE (multipliers), summed in CHECK
 wire [13:0] io_m1 = iter_out - 14'd1;
 wire [13:0] ii_m1 = iter_in - 14'd1;
 wire [29:0] io30 = {16'd0, io_m1};
 wire [29:0] ii30 = {16'd0, ii_m1};
-wire [29:0] span_dst_o = io30 * {14'd0, dst_f_out};
-wire [29:0] span_dst_i = ii30 * {14'd0, dst_f_in};
-wire [29:0] span_src_o = io30 * {14'd0, src_f_out};
-wire [29:0] span_src_i = ii30 * {14'd0, src_f_in};
-wire [29:0] span_wgt_o = io30 * {14'd0, wgt_f_out};
-wire [29:0] span_wgt_i = ii30 * {14'd0, wgt_f_in};
-wire [32:0] top_dst = {17'd0, max_dst_reg} + {3'd0, span_dst_o} + {3'd0, span_dst_i};
-wire [32:0] top_src = {17'd0, max_src_reg} + {3'd0, span_src_o} + {3'd0, span_src_i};
-wire [32:0] top_wgt = {17'd0, max_wgt_reg} + {3'd0, span_wgt_o} + {3'd0, span_wgt_i};
+reg  [29:0] span_dst_o_reg, span_dst_i_reg, span_src_o_reg, span_src_i_reg;
+reg  [29:0] span_wgt_o_reg, span_wgt_i_reg;
+wire [32:0] top_dst = {17'd0, max_dst_reg} + {3'd0, span_dst_o_reg} + {3'd0, span_dst_i_reg};
+wire [32:0] top_src = {17'd0, max_src_reg} + {3'd0, span_src_o_reg} + {3'd0, span_src_i_reg};
+wire [32:0] top_wgt = {17'd0, max_wgt_reg} + {3'd0, span_wgt_o_reg} + {3'd0, span_wgt_i_reg};
 wire check_src = is_alu ? !use_imm : !reset_reg;
 wire check_wgt = !is_alu && !reset_reg;
 wire [32:0] src_depth = is_alu ? (33'd1 << LOG_ACC_DEPTH) : (33'd1 << LOG_INP_DEPTH);
@@ -399,109 +390,72 @@ wire range_bad = top_dst >= (33'd1 << LOG_ACC_DEPTH)
                  || (check_wgt && top_wgt >= (33'd1 << LOG_WGT_DEPTH));
 
 // ------------------------------------------------------------ loop nest
+// offsets are kept modulo 2**16: every index of a nest that passed CHECK is below 2**16
 reg [16:0] u_reg, u_next;
 reg [13:0] o_reg, o_next;
 reg [13:0] i_reg, i_next;
-reg [31:0] o_dst_reg, o_dst_next, i_dst_reg, i_dst_next;
-reg [31:0] o_src_reg, o_src_next, i_src_reg, i_src_next;
-reg [31:0] o_wgt_reg, o_wgt_next, i_wgt_reg, i_wgt_next;
+reg [15:0] o_dst_reg, o_dst_next, i_dst_reg, i_dst_next;
+reg [15:0] o_src_reg, o_src_next, i_src_reg, i_src_next;
+reg [15:0] o_wgt_reg, o_wgt_next, i_wgt_reg, i_wgt_next;
 reg [31:0] nuops_reg, nuops_next;            // micro-ops of this instruction
+reg [31:0] elems_reg;                        // x_size * y_size of a LOAD
 reg        issue;
 
-// ------------------------------------------------------------ pipeline
-reg              pb_valid_reg;
-reg [31:0]       pb_dst_reg, pb_src_reg, pb_wgt_reg;   // loop offsets
-reg              pc_valid_reg;
-reg [A-1:0]      pc_dst_reg, pc_src_reg;
-reg              pd_valid_reg;
-reg [A-1:0]      pd_dst_reg, pd_src_reg;
-reg [ACC_W-1:0]  pd_a_reg, pd_b_reg, pd_sum_reg;
-// the last two ACC writes of the pipeline, for forwarding
-reg              w1_valid_reg, w2_valid_reg;
-reg [A-1:0]      w1_addr_reg, w2_addr_reg;
-reg [ACC_W-1:0]  w1_data_reg, w2_data_reg;
+// ------------------------------------------------------------ micro-op pipeline
+wire             pipe_empty;
+wire             p_acc_we;
+wire [A-1:0]     p_acc_waddr;
+wire [ACC_W-1:0] p_acc_wdata;
 
-wire [31:0] b_dst = {16'd0, u_dst} + pb_dst_reg;
-wire [31:0] b_src = {16'd0, u_src} + pb_src_reg;
-wire [31:0] b_wgt = {16'd0, u_wgt} + pb_wgt_reg;
-
-assign acc_re = pb_valid_reg;
-assign acc_dst_raddr = b_dst[A-1:0];
-assign acc_src_raddr = b_src[A-1:0];
-assign inp_re = pb_valid_reg && !is_alu;
-assign inp_raddr = b_src[LOG_INP_DEPTH-1:0];
-assign wgt_re = pb_valid_reg && !is_alu;
-assign wgt_raddr = b_wgt[LOG_WGT_DEPTH-1:0];
-
-wire [ACC_W-1:0] c_sum;
-vta_gemm #(
+vta_compute_pipe #(
+    .LOG_INP_WIDTH(LOG_INP_WIDTH), .LOG_WGT_WIDTH(LOG_WGT_WIDTH), .LOG_ACC_WIDTH(LOG_ACC_WIDTH),
     .LOG_BATCH(LOG_BATCH), .LOG_BLOCK(LOG_BLOCK),
-    .LOG_INP_WIDTH(LOG_INP_WIDTH), .LOG_WGT_WIDTH(LOG_WGT_WIDTH), .LOG_ACC_WIDTH(LOG_ACC_WIDTH)
-) gemm (
-    .inp(inp_rdata),
-    .wgt(wgt_rdata),
-    .sum(c_sum)
+    .LOG_INP_DEPTH(LOG_INP_DEPTH), .LOG_WGT_DEPTH(LOG_WGT_DEPTH), .LOG_ACC_DEPTH(LOG_ACC_DEPTH)
+) pipe (
+    .clk(clk),
+    .rst(rst),
+    .issue(issue),
+    .o_dst(o_dst_reg), .i_dst(i_dst_reg),
+    .o_src(o_src_reg), .i_src(i_src_reg),
+    .o_wgt(o_wgt_reg), .i_wgt(i_wgt_reg),
+    .is_alu(is_alu), .reset(reset_reg), .alu_op(alu_op), .use_imm(use_imm), .imm(imm),
+    .uop(uop_rdata),
+    .inp_re(inp_re), .inp_raddr(inp_raddr), .inp_rdata(inp_rdata),
+    .wgt_re(wgt_re), .wgt_raddr(wgt_raddr), .wgt_rdata(wgt_rdata),
+    .acc_re(acc_re), .acc_dst_raddr(acc_dst_raddr), .acc_src_raddr(acc_src_raddr),
+    .acc_dst_rdata(acc_dst_rdata), .acc_src_rdata(acc_src_rdata),
+    .acc_we(p_acc_we), .acc_waddr(p_acc_waddr), .acc_wdata(p_acc_wdata),
+    .out_we(out_we), .out_waddr(out_waddr), .out_wdata(out_wdata),
+    .empty(pipe_empty)
 );
 
-// stage D: operands with forwarding, then the op
-wire [ACC_W-1:0] d_a = (w1_valid_reg && w1_addr_reg == pd_dst_reg) ? w1_data_reg
-                     : (w2_valid_reg && w2_addr_reg == pd_dst_reg) ? w2_data_reg : pd_a_reg;
-wire [ACC_W-1:0] d_src = (w1_valid_reg && w1_addr_reg == pd_src_reg) ? w1_data_reg
-                       : (w2_valid_reg && w2_addr_reg == pd_src_reg) ? w2_data_reg : pd_b_reg;
-wire [ACC_W-1:0] d_b = use_imm ? {LANES{{(AL-16){imm[15]}}, imm}} : d_src;
-wire [ACC_W-1:0] d_alu;
-
-vta_alu #(.LANES(LANES)) alu (
-    .op(alu_op),
-    .a(d_a),
-    .b(d_b),
-    .r(d_alu)
-);
-
-reg [ACC_W-1:0] d_result;
-reg [OUT_W-1:0] d_out;
-integer n;
-always @* begin
-    for (n = 0; n < LANES; n = n + 1) begin
-        d_result[n*AL +: AL] = d_a[n*AL +: AL] + pd_sum_reg[n*AL +: AL];
-    end
-    if (is_alu) begin
-        d_result = d_alu;
-    end else if (reset_reg) begin
-        d_result = {ACC_W{1'b0}};
-    end
-    for (n = 0; n < LANES; n = n + 1) begin
-        d_out[n*OL +: OL] = d_result[n*AL +: OL];
-    end
-end
-
-wire d_write = pd_valid_reg;
-assign acc_we = (state_reg == STATE_LOAD) ? (ld_wr_en && !mt_uop) : d_write;
-assign acc_waddr = (state_reg == STATE_LOAD) ? ld_wr_idx[A-1:0] : pd_dst_reg;
+// ACC and UOP writes: the loader during a LOAD (the pipeline is empty then), else the pipeline
+assign acc_we = (state_reg == STATE_LOAD) ? (ld_wr_en && !mt_uop) : p_acc_we;
+assign acc_waddr = (state_reg == STATE_LOAD) ? ld_wr_idx[A-1:0] : p_acc_waddr;
 assign acc_wdata = (state_reg == STATE_LOAD)
                  ? (ld_wr_pad ? {ACC_W{1'b0}} : (mt_acc ? acc_elem : acc8_wide))
-                 : d_result;
-assign out_we = d_write && !reset_reg;
-assign out_waddr = pd_dst_reg;
-assign out_wdata = d_out;
+                 : p_acc_wdata;
 assign uop_we = state_reg == STATE_LOAD && ld_wr_en && mt_uop;
 assign uop_waddr = ld_wr_idx[LOG_UOP_DEPTH-1:0];
 assign uop_wdata = ld_wr_pad ? {UOP_W{1'b0}} : uop_elem;
 
-wire pipe_empty = !pb_valid_reg && !pc_valid_reg && !pd_valid_reg;
-
-// bits of the 32-bit field and index values above the buffer depths are zero
-// or unused by construction (range-checked); gathered here for lint
+// bits of the 32-bit field values above the buffer depths are zero or unused
+// by construction (range-checked); gathered here for lint
 wire _unused_ok = &{1'b0, f_bgn[31:17], f_end[31:17], f_dst_o[31:16], f_dst_i[31:16],
                     f_gsrc_o[31:16], f_gsrc_i[31:16], f_asrc_o[31:16], f_asrc_i[31:16],
-                    f_wgt_o[31:16], f_wgt_i[31:16], f_udst[31:16], f_usrc[31:16],
-                    f_uwgt[31:16], b_dst, b_src, b_wgt, ld_wr_idx, ld_busy, 1'b0};
+                    f_wgt_o[31:16], f_wgt_i[31:16], uop_rdata, ld_wr_idx, ld_busy, 1'b0};
 
 // ------------------------------------------------------------ instruction FSM
 wire tokens_ok = (!pop_prev || l2g_nonempty) && (!pop_next || s2g_nonempty);
-assign cmd_ready = state_reg == STATE_IDLE && run;
+// results other engines (or the host) may look at must be written before retiring
+wire retire_drains = push_prev || push_next
+                     || !(opcode == `VTA_OPCODE_GEMM || opcode == `VTA_OPCODE_ALU);
+// retiring now (no wait, no overflow): the next instruction is taken in the same cycle
+wire retire_now = state_reg == STATE_RETIRE && !(retire_drains && !pipe_empty)
+                  && !((push_prev && g2l_full) || (push_next && g2s_full)) && !halt;
+assign cmd_ready = (state_reg == STATE_IDLE || retire_now) && run;
 assign index = index_reg;
-assign idle = state_reg == STATE_IDLE;
+assign idle = state_reg == STATE_IDLE && pipe_empty;
 assign stall = state_reg == STATE_POP && !tokens_ok;
 assign busy = !idle && !stall;
 
@@ -558,8 +512,8 @@ always @* begin
         STATE_IDLE: begin
             // waits for an instruction
             if (cmd_valid && cmd_ready) begin
-                insn_next = cmd_data[127:0];
-                index_next = cmd_data[159:128];
+                insn_next = cmd_data[`VTA_INSN_W-1:0];
+                index_next = cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
                 state_next = STATE_POP;
             end
         end
@@ -578,12 +532,12 @@ always @* begin
             u_next = uop_bgn;
             o_next = 14'd0;
             i_next = 14'd0;
-            o_dst_next = 32'd0;
-            o_src_next = 32'd0;
-            o_wgt_next = 32'd0;
-            i_dst_next = 32'd0;
-            i_src_next = 32'd0;
-            i_wgt_next = 32'd0;
+            o_dst_next = 16'd0;
+            o_src_next = 16'd0;
+            o_wgt_next = 16'd0;
+            i_dst_next = 16'd0;
+            i_src_next = 16'd0;
+            i_wgt_next = 16'd0;
             nuops_next = 32'd0;
             if (opcode == `VTA_OPCODE_LOAD) begin
                 if (!(mt_uop || mt_acc || mt_acc8)) begin
@@ -592,7 +546,8 @@ always @* begin
                     state_next = STATE_IDLE;
                 end else if (x_size == 16'd0) begin
                     state_next = STATE_RETIRE;
-                end else begin
+                end else if (pipe_empty) begin
+                    // (the ACC / UOP write ports are the pipeline's until it is empty)
                     ld_start = 1'b1;
                     state_next = STATE_LOAD;
                 end
@@ -637,12 +592,12 @@ always @* begin
                 uop_raddr = scan_u_reg[LOG_UOP_DEPTH-1:0];
                 scan_u_next = scan_u_reg + 17'd1;
             end
-            if (scan_v_reg) begin
+            if (scan_v2_reg) begin
                 if (u_dst > max_dst_reg) max_dst_next = u_dst;
                 if (u_src > max_src_reg) max_src_next = u_src;
                 if (u_wgt > max_wgt_reg) max_wgt_next = u_wgt;
             end
-            if (scan_u_reg == uop_end && !scan_v_reg) begin
+            if (scan_u_reg == uop_end && !scan_v1_reg && !scan_v2_reg) begin
                 c_valid_next = 1'b1;
                 c_bgn_next = uop_bgn;
                 c_end_next = uop_end;
@@ -671,33 +626,30 @@ always @* begin
                 u_next = uop_bgn;
                 if (!last_i) begin
                     i_next = i_reg + 14'd1;
-                    i_dst_next = i_dst_reg + {16'd0, dst_f_in};
-                    i_src_next = i_src_reg + {16'd0, src_f_in};
-                    i_wgt_next = i_wgt_reg + {16'd0, wgt_f_in};
+                    i_dst_next = i_dst_reg + dst_f_in;
+                    i_src_next = i_src_reg + src_f_in;
+                    i_wgt_next = i_wgt_reg + wgt_f_in;
                 end else begin
                     i_next = 14'd0;
-                    i_dst_next = 32'd0;
-                    i_src_next = 32'd0;
-                    i_wgt_next = 32'd0;
+                    i_dst_next = 16'd0;
+                    i_src_next = 16'd0;
+                    i_wgt_next = 16'd0;
                     o_next = o_reg + 14'd1;
-                    o_dst_next = o_dst_reg + {16'd0, dst_f_out};
-                    o_src_next = o_src_reg + {16'd0, src_f_out};
-                    o_wgt_next = o_wgt_reg + {16'd0, wgt_f_out};
+                    o_dst_next = o_dst_reg + dst_f_out;
+                    o_src_next = o_src_reg + src_f_out;
+                    o_wgt_next = o_wgt_reg + wgt_f_out;
                     if (last_o) begin
-                        state_next = STATE_DRAIN;
+                        state_next = STATE_RETIRE;
                     end
                 end
             end
         end
-        STATE_DRAIN: begin
-            // waits for the pipeline to empty
-            if (pipe_empty) begin
-                state_next = STATE_RETIRE;
-            end
-        end
         STATE_RETIRE: begin
-            // pushes g2l / g2s and retires
-            if ((push_prev && g2l_full) || (push_next && g2s_full)) begin
+            // waits for the pipeline if the results must be visible, then pushes
+            // g2l / g2s, retires, and takes the next instruction if there is one
+            if (retire_drains && !pipe_empty) begin
+                state_next = STATE_RETIRE;
+            end else if ((push_prev && g2l_full) || (push_next && g2s_full)) begin
                 err = 1'b1;
                 err_code = `VTA_ERR_TOKEN_OVERFLOW;
                 state_next = STATE_IDLE;
@@ -707,13 +659,18 @@ always @* begin
                 evt_retire = 1'b1;
                 finish = opcode == `VTA_OPCODE_FINISH;
                 if (opcode == `VTA_OPCODE_LOAD && x_size != 16'd0) begin
-                    if (mt_uop) uop_bytes = elems << LOG_UOP_BYTES;
-                    if (mt_acc) acc_bytes = elems << LOG_ACC_BYTES;
-                    if (mt_acc8) acc8_bytes = elems << LOG_ACC8_BYTES;
+                    if (mt_uop) uop_bytes = elems_reg << LOG_UOP_BYTES;
+                    if (mt_acc) acc_bytes = elems_reg << LOG_ACC_BYTES;
+                    if (mt_acc8) acc8_bytes = elems_reg << LOG_ACC8_BYTES;
                 end
                 if (opcode == `VTA_OPCODE_GEMM && !reset_reg) gemm_uops = nuops_reg;
                 if (opcode == `VTA_OPCODE_ALU) alu_uops = nuops_reg;
                 state_next = STATE_IDLE;
+                if (cmd_valid && cmd_ready) begin
+                    insn_next = cmd_data[`VTA_INSN_W-1:0];
+                    index_next = cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
+                    state_next = STATE_POP;
+                end
             end
         end
         default: begin
@@ -722,6 +679,7 @@ always @* begin
     endcase
 
     if (halt) begin
+        // the run stopped: no further micro-op issues (those issued complete)
         state_next = STATE_IDLE;
         issue = 1'b0;
     end
@@ -732,7 +690,8 @@ always @(posedge clk) begin
     insn_reg <= insn_next;
     index_reg <= index_next;
     scan_u_reg <= scan_u_next;
-    scan_v_reg <= state_reg == STATE_SCAN && uop_re;
+    scan_v1_reg <= state_reg == STATE_SCAN && uop_re;
+    scan_v2_reg <= scan_v1_reg;
     max_dst_reg <= max_dst_next;
     max_src_reg <= max_src_next;
     max_wgt_reg <= max_wgt_next;
@@ -749,35 +708,19 @@ always @(posedge clk) begin
     i_src_reg <= i_src_next;
     i_wgt_reg <= i_wgt_next;
     nuops_reg <= nuops_next;
-
-    // pipeline
-    pb_valid_reg <= issue;
-    pb_dst_reg <= o_dst_reg + i_dst_reg;
-    pb_src_reg <= o_src_reg + i_src_reg;
-    pb_wgt_reg <= o_wgt_reg + i_wgt_reg;
-    pc_valid_reg <= pb_valid_reg;
-    pc_dst_reg <= b_dst[A-1:0];
-    pc_src_reg <= b_src[A-1:0];
-    pd_valid_reg <= pc_valid_reg;
-    pd_dst_reg <= pc_dst_reg;
-    pd_src_reg <= pc_src_reg;
-    pd_a_reg <= acc_dst_rdata;
-    pd_b_reg <= acc_src_rdata;
-    pd_sum_reg <= c_sum;
-    w1_valid_reg <= d_write;
-    w1_addr_reg <= pd_dst_reg;
-    w1_data_reg <= d_result;
-    w2_valid_reg <= w1_valid_reg;
-    w2_addr_reg <= w1_addr_reg;
-    w2_data_reg <= w1_data_reg;
+    if (state_reg == STATE_DECODE) begin
+        span_dst_o_reg <= io30 * {14'd0, dst_f_out};
+        span_dst_i_reg <= ii30 * {14'd0, dst_f_in};
+        span_src_o_reg <= io30 * {14'd0, src_f_out};
+        span_src_i_reg <= ii30 * {14'd0, src_f_in};
+        span_wgt_o_reg <= io30 * {14'd0, wgt_f_out};
+        span_wgt_i_reg <= ii30 * {14'd0, wgt_f_in};
+        elems_reg <= {16'd0, x_size} * {16'd0, y_size};
+    end
 
     if (rst || halt) begin
-        pb_valid_reg <= 1'b0;
-        pc_valid_reg <= 1'b0;
-        pd_valid_reg <= 1'b0;
-        w1_valid_reg <= 1'b0;
-        w2_valid_reg <= 1'b0;
-        scan_v_reg <= 1'b0;
+        scan_v1_reg <= 1'b0;
+        scan_v2_reg <= 1'b0;
     end
     if (rst) begin
         state_reg <= STATE_IDLE;

@@ -6,8 +6,10 @@
  * vta_dma_rd: the read half of the DRAM master.  N clients each hand over
  * (beat-aligned byte address, beat count) requests; per client a splitter
  * cuts the request into AXI4 INCR bursts of at most 256 beats that never
- * cross a 4 KiB boundary, and a round-robin arbiter issues one burst per
- * cycle from the clients that have one, with ARID = client number.  Read
+ * cross a 4 KiB boundary (each client's next burst is computed in its own
+ * registers the cycle after its address changes), and a round-robin arbiter
+ * issues one burst per cycle from the clients that have one ready (a client
+ * at most every other cycle), with ARID = client number.  Read
  * data passes a register slice and is steered to the client named by RID,
  * so responses for different clients may interleave; each client must take
  * every beat it asked for without waiting on anything but itself.
@@ -83,23 +85,28 @@ initial begin
 end
 
 // ------------------------------------------------------------------ splitters
-reg [N-1:0]             sp_active_reg, sp_active_next;
-reg [N*ADDR_WIDTH-1:0]  sp_addr_reg, sp_addr_next;
-reg [N*BEATS_WIDTH-1:0] sp_rem_reg, sp_rem_next;
+// Per client: the rest of its request (address, beats) and, one cycle after
+// each change, its next burst (at most 256 beats, not across a 4 KiB page)
+// precomputed from its own registers, so the arbiter only picks and muxes.
+wire [N-1:0]            sp_active;
+wire [N-1:0]            sp_ready;            // active, next burst computed
+wire [N*ADDR_WIDTH-1:0] sp_addr;
+wire [N*9-1:0]          sp_burst;            // 1..256 beats
 
 // AR register
-reg                  ar_valid_reg, ar_valid_next;
-reg [ID_WIDTH-1:0]   ar_id_reg, ar_id_next;
-reg [ADDR_WIDTH-1:0] ar_addr_reg, ar_addr_next;
-reg [7:0]            ar_len_reg, ar_len_next;
+reg                  ar_valid_reg;
+reg                  ar_new_reg;             // the AR register was loaded last cycle
+reg [ID_WIDTH-1:0]   ar_id_reg;
+reg [ADDR_WIDTH-1:0] ar_addr_reg;
+reg [7:0]            ar_len_reg;
 
 // round robin: last client served
-reg [ID_WIDTH-1:0]   rr_reg, rr_next;
-// beats owed by the slave
-reg [CNT_W-1:0]      owed_reg, owed_next;
+reg [ID_WIDTH-1:0]   rr_reg;
+// beats owed by the slave (counted from the cycle after an AR is loaded)
+reg [CNT_W-1:0]      owed_reg;
 
-assign req_ready = ~sp_active_reg & {N{~halt}};
-assign idle = (sp_active_reg == {N{1'b0}}) && !ar_valid_reg && owed_reg == {CNT_W{1'b0}};
+assign req_ready = ~sp_active & {N{~halt}};
+assign idle = (sp_active == {N{1'b0}}) && !ar_valid_reg && owed_reg == {CNT_W{1'b0}};
 
 assign m_axi_arid = ar_id_reg;
 assign m_axi_araddr = ar_addr_reg;
@@ -111,40 +118,81 @@ assign m_axi_arcache = 4'b0011;
 assign m_axi_arprot = 3'b000;
 assign m_axi_arvalid = ar_valid_reg;
 
-// choose the next client with a pending burst after rr_reg
+// choose the next client with a burst ready after rr_reg, in cyclic order:
+// the lowest ready client above rr_reg, else the lowest ready client
 reg                  pick_valid;
 reg [ID_WIDTH-1:0]   pick;
-reg [31:0]           cand;
+reg                  above_valid;
+reg [ID_WIDTH-1:0]   above;
 integer k;
 always @* begin
     pick_valid = 1'b0;
     pick = {ID_WIDTH{1'b0}};
+    above_valid = 1'b0;
+    above = {ID_WIDTH{1'b0}};
     for (k = N - 1; k >= 0; k = k - 1) begin
-        // later candidates in round-robin order overwrite earlier ones, so scan backwards
-        cand = ({{(32-ID_WIDTH){1'b0}}, rr_reg} + 32'd1 + k) % N;
-        if (sp_active_reg[cand[CW-1:0]]) begin
+        // scanned downwards, so the lowest match is the one left
+        if (sp_ready[k]) begin
             pick_valid = 1'b1;
-            pick = cand[ID_WIDTH-1:0];
+            pick = k[ID_WIDTH-1:0];
+            if (k[ID_WIDTH-1:0] > rr_reg) begin
+                above_valid = 1'b1;
+                above = k[ID_WIDTH-1:0];
+            end
         end
     end
-end
-
-wire [ADDR_WIDTH-1:0]  pick_addr = sp_addr_reg[pick*ADDR_WIDTH +: ADDR_WIDTH];
-wire [BEATS_WIDTH-1:0] pick_rem = sp_rem_reg[pick*BEATS_WIDTH +: BEATS_WIDTH];
-// beats left before the next 4 KiB boundary
-wire [12:0] to_page = PAGE_BEATS[12:0] - {1'b0, pick_addr[11:0] >> LOG_BUS_BYTES};
-reg  [12:0] burst;
-always @* begin
-    burst = to_page;
-    if (burst > 13'd256) begin
-        burst = 13'd256;
-    end
-    if (pick_rem < {{(BEATS_WIDTH-13){1'b0}}, burst}) begin
-        burst = pick_rem[12:0];
+    if (above_valid) begin
+        pick = above;
     end
 end
 
 wire ar_load = pick_valid && (!ar_valid_reg || m_axi_arready) && !halt;
+
+genvar g;
+generate
+    for (g = 0; g < N; g = g + 1) begin : client
+        reg                   active_reg, ready_reg, last_reg;
+        reg [ADDR_WIDTH-1:0]  addr_reg;
+        reg [BEATS_WIDTH-1:0] rem_reg;
+        reg [8:0]             burst_reg;
+        // beats left before the next 4 KiB boundary, capped at 256
+        wire [12:0] to_page = PAGE_BEATS[12:0] - {1'b0, addr_reg[11:0] >> LOG_BUS_BYTES};
+        wire [12:0] cap = (to_page > 13'd256) ? 13'd256 : to_page;
+        wire        fits = rem_reg <= {{(BEATS_WIDTH-13){1'b0}}, cap};
+        wire        take = req_valid[g] && req_ready[g]
+                           && req_beats[g*BEATS_WIDTH +: BEATS_WIDTH] != {BEATS_WIDTH{1'b0}};
+        wire        issued = ar_load && pick == g;
+        always @(posedge clk) begin
+            if (take) begin
+                active_reg <= 1'b1;
+                ready_reg <= 1'b0;
+                addr_reg <= req_addr[g*ADDR_WIDTH +: ADDR_WIDTH];
+                rem_reg <= req_beats[g*BEATS_WIDTH +: BEATS_WIDTH];
+            end else if (issued) begin
+                ready_reg <= 1'b0;
+                addr_reg <= addr_reg + ({{(ADDR_WIDTH-9){1'b0}}, burst_reg} << LOG_BUS_BYTES);
+                rem_reg <= rem_reg - {{(BEATS_WIDTH-9){1'b0}}, burst_reg};
+                if (last_reg) begin
+                    active_reg <= 1'b0;
+                end
+            end else if (active_reg && !ready_reg) begin
+                ready_reg <= 1'b1;
+                last_reg <= fits;
+                burst_reg <= fits ? rem_reg[8:0] : cap[8:0];
+            end
+            if (rst || halt) begin
+                active_reg <= 1'b0;
+                ready_reg <= 1'b0;
+            end
+        end
+        assign sp_active[g] = active_reg;
+        assign sp_ready[g] = active_reg && ready_reg;
+        assign sp_addr[g*ADDR_WIDTH +: ADDR_WIDTH] = addr_reg;
+        assign sp_burst[g*9 +: 9] = burst_reg;
+        // 4 KiB pages: the low address bits below a beat are zero (beat-aligned requests)
+        wire _unused_client = &{1'b0, to_page[12:9], 1'b0};
+    end
+endgenerate
 
 // ---------------------------------------------------------------- read data
 wire               r_valid;
@@ -171,81 +219,36 @@ wire [ID_WIDTH-1:0] r_sel = r_known ? r_id : {ID_WIDTH{1'b0}};
 assign r_ready = halt || !r_known || rd_ready[r_sel[CW-1:0]];
 // the master reads every burst to its end and ignores RRESP (a DRAM_RANGE
 // fault is found before any access)
-wire _unused_ok = &{1'b0, m_axi_rresp, m_axi_rlast, r_sel, cand, 1'b0};
+wire _unused_ok = &{1'b0, m_axi_rresp, m_axi_rlast, r_sel, 1'b0};
 assign rd_data = r_data;
 
-genvar g;
 generate
     for (g = 0; g < N; g = g + 1) begin : route
         assign rd_valid[g] = r_valid && !halt && r_id == g;
     end
 endgenerate
 
-// counted after the slice, so `idle` also means the slice is empty
 wire owed_dec = r_valid && r_ready;
 
-integer c;
-always @* begin
-    sp_active_next = sp_active_reg;
-    sp_addr_next = sp_addr_reg;
-    sp_rem_next = sp_rem_reg;
-    ar_valid_next = ar_valid_reg;
-    ar_id_next = ar_id_reg;
-    ar_addr_next = ar_addr_reg;
-    ar_len_next = ar_len_reg;
-    rr_next = rr_reg;
-    owed_next = owed_reg;
-
-    if (m_axi_arready) begin
-        ar_valid_next = 1'b0;
-    end
-
-    // accept new requests
-    for (c = 0; c < N; c = c + 1) begin
-        if (req_valid[c] && req_ready[c] && req_beats[c*BEATS_WIDTH +: BEATS_WIDTH] != 0) begin
-            sp_active_next[c] = 1'b1;
-            sp_addr_next[c*ADDR_WIDTH +: ADDR_WIDTH] = req_addr[c*ADDR_WIDTH +: ADDR_WIDTH];
-            sp_rem_next[c*BEATS_WIDTH +: BEATS_WIDTH] = req_beats[c*BEATS_WIDTH +: BEATS_WIDTH];
-        end
-    end
-
-    // issue one burst
-    if (ar_load) begin
-        ar_valid_next = 1'b1;
-        ar_id_next = pick;
-        ar_addr_next = pick_addr;
-        ar_len_next = burst[7:0] - 8'd1;
-        rr_next = pick;
-        sp_addr_next[pick*ADDR_WIDTH +: ADDR_WIDTH] =
-            pick_addr + ({{(ADDR_WIDTH-13){1'b0}}, burst} << LOG_BUS_BYTES);
-        sp_rem_next[pick*BEATS_WIDTH +: BEATS_WIDTH] =
-            pick_rem - {{(BEATS_WIDTH-13){1'b0}}, burst};
-        if (pick_rem == {{(BEATS_WIDTH-13){1'b0}}, burst}) begin
-            sp_active_next[pick[CW-1:0]] = 1'b0;
-        end
-    end
-
-    owed_next = owed_reg + (ar_load ? {{(CNT_W-13){1'b0}}, burst} : {CNT_W{1'b0}})
-                - {{(CNT_W-1){1'b0}}, owed_dec};
-
-    if (halt) begin
-        sp_active_next = {N{1'b0}};
-    end
-end
-
+// counted after the slice, so `idle` also means the slice is empty
 always @(posedge clk) begin
-    sp_active_reg <= sp_active_next;
-    sp_addr_reg <= sp_addr_next;
-    sp_rem_reg <= sp_rem_next;
-    ar_valid_reg <= ar_valid_next;
-    ar_id_reg <= ar_id_next;
-    ar_addr_reg <= ar_addr_next;
-    ar_len_reg <= ar_len_next;
-    rr_reg <= rr_next;
-    owed_reg <= owed_next;
-    if (rst) begin
-        sp_active_reg <= {N{1'b0}};
+    if (m_axi_arready) begin
         ar_valid_reg <= 1'b0;
+    end
+    ar_new_reg <= ar_load;
+    if (ar_load) begin
+        ar_valid_reg <= 1'b1;
+        ar_id_reg <= pick;
+        ar_addr_reg <= sp_addr[pick*ADDR_WIDTH +: ADDR_WIDTH];
+        ar_len_reg <= sp_burst[pick*9 +: 8] - 8'd1;
+        rr_reg <= pick;
+    end
+    owed_reg <= owed_reg + (ar_new_reg ? {{(CNT_W-9){1'b0}}, {1'b0, ar_len_reg} + 9'd1}
+                                       : {CNT_W{1'b0}})
+                - {{(CNT_W-1){1'b0}}, owed_dec};
+    if (rst) begin
+        ar_valid_reg <= 1'b0;
+        ar_new_reg <= 1'b0;
         rr_reg <= {ID_WIDTH{1'b0}};
         owed_reg <= {CNT_W{1'b0}};
     end

@@ -17,6 +17,8 @@
  * dispatched, so returning data never waits on an engine (the shared read
  * channel cannot block on a full queue).  Queue entries are {index, insn}.
  */
+`include "vta_isa.vh"
+
 module vta_fetch #(
     // log2 of the DRAM data-bus width in bits
     parameter LOG_BUS_WIDTH = 6,
@@ -57,7 +59,7 @@ module vta_fetch #(
     output wire                  st_valid,
     input  wire                  st_ready,
     input  wire [LOG_QUEUE_DEPTH+1:0] st_count,
-    output wire [159:0]          cmd_data,
+    output wire [`VTA_CMD_W-1:0] cmd_data,
 
     // faults, trace, status
     output reg                   err,
@@ -71,7 +73,6 @@ module vta_fetch #(
 );
 
 `include "vta_regs.vh"
-`include "vta_isa.vh"
 
 localparam integer DEPTH = 1 << LOG_QUEUE_DEPTH;
 localparam QW = LOG_QUEUE_DEPTH + 2;
@@ -113,7 +114,7 @@ wire         req_valid = state_reg == STATE_RUN && remaining != 32'd0 && room;
 wire         req_ready;
 wire         insn_valid;
 wire         insn_ready;
-wire [127:0] insn;
+wire [`VTA_INSN_W-1:0] insn;
 
 vta_dma_rd_port #(
     .LOG_ELEM_BYTES(4),
@@ -141,7 +142,7 @@ vta_dma_rd_port #(
 );
 
 // ------------------------------------------------------------ dispatch
-wire [2:0] opcode = insn[2:0];
+wire [2:0] opcode = insn[`VTA_MEM_OPCODE_LO +: `VTA_MEM_OPCODE_W];
 wire [2:0] mem_type = insn[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
 wire to_st = opcode == `VTA_OPCODE_STORE;
 wire to_ld = opcode == `VTA_OPCODE_LOAD && (mem_type == `VTA_MEM_INP || mem_type == `VTA_MEM_WGT);

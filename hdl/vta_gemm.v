@@ -3,13 +3,25 @@
 `default_nettype none
 
 /*
- * vta_gemm: the GEMM core's multiply-add array for one micro-op.  For an INP
+ * vta_gemm: the GEMM core's multiply-add array, pipelined.  For an INP
  * element (BATCH x BLOCK int8 lanes, lane b*BLOCK + ic) and a WGT element
- * (BLOCK x BLOCK int8 lanes, lane oc*BLOCK + ic) it computes the
- * BATCH x BLOCK dot products sum_ic inp[b][ic] * wgt[oc][ic] as int32 lanes
- * (lane b*BLOCK + oc): out = inp . wgt^T, products summed exactly.  The
- * array is combinational; vta_compute registers its result, so one
- * micro-op enters per cycle.
+ * (BLOCK x BLOCK int8 lanes, lane oc*BLOCK + ic) presented with in_valid, it
+ * gives LATENCY = 3 cycles later the BATCH x BLOCK dot products
+ * sum_ic inp[b][ic] * wgt[oc][ic] as int32 lanes (lane b*BLOCK + oc):
+ * out = inp . wgt^T, products summed exactly.  One new operand pair enters
+ * per cycle.
+ *
+ *   stage 1  every product in its own register (a DSP48 multiplier with its
+ *            M register, or LUTs)
+ *   stage 2  products summed in groups of 2**ceil(LOG_BLOCK/2)
+ *   stage 3  the groups of a lane summed into the 32-bit lane
+ *
+ * so no stage adds more than about 3 adders deep.  The stages are written
+ * out unrolled in vta_gemm.vh, generated for the configuration by
+ * vta.hdlgen (render_gemm): constant bit selects and one register per
+ * product, which a simulator evaluates once per clock edge.  A stage only
+ * loads when its input is valid (clock enables); `sum` is meaningful
+ * LATENCY cycles after in_valid and holds until the next valid result.
  */
 module vta_gemm #(
     // GEMM core shape: BATCH x BLOCK x BLOCK
@@ -19,41 +31,41 @@ module vta_gemm #(
     parameter LOG_INP_WIDTH = 3,
     parameter LOG_WGT_WIDTH = 3,
     // log2 of the ACC lane width (32-bit lanes: 5)
-    parameter LOG_ACC_WIDTH = 5
+    parameter LOG_ACC_WIDTH = 5,
+    // cycles from in_valid to sum (the pipeline as written: 3)
+    parameter LATENCY = 3
 ) (
+    input  wire                                               clk,
+    input  wire                                               in_valid,
     input  wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_INP_WIDTH))-1:0] inp,
     input  wire [(1<<(2*LOG_BLOCK+LOG_WGT_WIDTH))-1:0]         wgt,
-    output reg  [(1<<(LOG_BATCH+LOG_BLOCK+LOG_ACC_WIDTH))-1:0] sum
+    output wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_ACC_WIDTH))-1:0] sum
 );
 
-localparam integer BATCH = 1 << LOG_BATCH;
-localparam integer BLOCK = 1 << LOG_BLOCK;
-localparam integer IW = 1 << LOG_INP_WIDTH;
-localparam integer WW = 1 << LOG_WGT_WIDTH;
-localparam integer AW = 1 << LOG_ACC_WIDTH;
+`include "vta_cfg.vh"
 
 initial begin
-    if (IW + WW + LOG_BLOCK > AW) begin
-        $display("%m: %0d-bit lanes cannot hold a %0d-term sum of %0dx%0d-bit products",
-                 AW, BLOCK, IW, WW);
+    if (LOG_BATCH != `VTA_CFG_LOG_BATCH || LOG_BLOCK != `VTA_CFG_LOG_BLOCK
+        || LOG_INP_WIDTH != `VTA_CFG_LOG_INP_WIDTH || LOG_WGT_WIDTH != `VTA_CFG_LOG_WGT_WIDTH
+        || LOG_ACC_WIDTH != `VTA_CFG_LOG_ACC_WIDTH) begin
+        $display("%m: parameters differ from the configuration vta_gemm.vh was generated for");
+        $finish;
+    end
+    if (LATENCY != 3) begin
+        $display("%m: LATENCY must be 3 (the pipeline of vta_gemm.vh), not %0d", LATENCY);
         $finish;
     end
 end
 
-integer b, oc, ic;
-reg signed [AW-1:0] acc;
-always @* begin
-    sum = {(BATCH*BLOCK*AW){1'b0}};
-    for (b = 0; b < BATCH; b = b + 1) begin
-        for (oc = 0; oc < BLOCK; oc = oc + 1) begin
-            acc = {AW{1'b0}};
-            for (ic = 0; ic < BLOCK; ic = ic + 1) begin
-                acc = acc + $signed(inp[(b*BLOCK+ic)*IW +: IW]) * $signed(wgt[(oc*BLOCK+ic)*WW +: WW]);
-            end
-            sum[(b*BLOCK+oc)*AW +: AW] = acc;
-        end
-    end
+// stage enables: stage 2 loads the cycle after stage 1 did, and so on
+reg p_en_reg;
+reg t_en_reg;
+always @(posedge clk) begin
+    p_en_reg <= in_valid;
+    t_en_reg <= p_en_reg;
 end
+
+`include "vta_gemm.vh"
 
 endmodule
 

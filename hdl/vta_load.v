@@ -12,6 +12,8 @@
  * not exist for this engine: a LOAD that sets one is a BAD_DEP_FLAG fault,
  * checked before any token is taken (as the golden model does).
  */
+`include "vta_isa.vh"
+
 module vta_load #(
     // log2 of the element widths in bits
     parameter LOG_INP_WIDTH = 3,
@@ -36,10 +38,10 @@ module vta_load #(
     input  wire                  run,
     input  wire                  halt,
 
-    // command queue: {index, instruction}
+    // command queue: {index, instruction} (vta_isa.vh: VTA_CMD_*)
     input  wire                  cmd_valid,
     output wire                  cmd_ready,
-    input  wire [159:0]          cmd_data,
+    input  wire [`VTA_CMD_W-1:0] cmd_data,
 
     // tokens
     input  wire                  g2l_nonempty,
@@ -78,7 +80,6 @@ module vta_load #(
 );
 
 `include "vta_regs.vh"
-`include "vta_isa.vh"
 
 localparam LOG_INP_BYTES = LOG_BATCH + LOG_BLOCK + LOG_INP_WIDTH - 3;
 localparam LOG_WGT_BYTES = 2 * LOG_BLOCK + LOG_WGT_WIDTH - 3;
@@ -94,23 +95,23 @@ localparam STATE_WAIT   = 3'd3;
 localparam STATE_RETIRE = 3'd4;
 
 reg [2:0]   state_reg, state_next;
-reg [127:0] insn_reg, insn_next;
+reg [`VTA_INSN_W-1:0] insn_reg, insn_next;
 reg [31:0]  index_reg, index_next;
 
-wire        pop_prev  = insn_reg[3];
-wire        pop_next  = insn_reg[4];
-wire        push_prev = insn_reg[5];
-wire        push_next = insn_reg[6];
-wire [2:0]  mem_type  = insn_reg[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
-wire [15:0] sram_base = insn_reg[`VTA_MEM_SRAM_BASE_LO +: `VTA_MEM_SRAM_BASE_W];
-wire [31:0] dram_base = insn_reg[`VTA_MEM_DRAM_BASE_LO +: `VTA_MEM_DRAM_BASE_W];
-wire [15:0] y_size    = insn_reg[`VTA_MEM_Y_SIZE_LO +: `VTA_MEM_Y_SIZE_W];
-wire [15:0] x_size    = insn_reg[`VTA_MEM_X_SIZE_LO +: `VTA_MEM_X_SIZE_W];
-wire [15:0] x_stride  = insn_reg[`VTA_MEM_X_STRIDE_LO +: `VTA_MEM_X_STRIDE_W];
-wire [3:0]  y_pad_0   = insn_reg[`VTA_MEM_Y_PAD_0_LO +: `VTA_MEM_Y_PAD_0_W];
-wire [3:0]  y_pad_1   = insn_reg[`VTA_MEM_Y_PAD_1_LO +: `VTA_MEM_Y_PAD_1_W];
-wire [3:0]  x_pad_0   = insn_reg[`VTA_MEM_X_PAD_0_LO +: `VTA_MEM_X_PAD_0_W];
-wire [3:0]  x_pad_1   = insn_reg[`VTA_MEM_X_PAD_1_LO +: `VTA_MEM_X_PAD_1_W];
+wire        pop_prev  = insn_reg[`VTA_MEM_POP_PREV_DEP_LO];
+wire        pop_next  = insn_reg[`VTA_MEM_POP_NEXT_DEP_LO];
+wire        push_prev = insn_reg[`VTA_MEM_PUSH_PREV_DEP_LO];
+wire        push_next = insn_reg[`VTA_MEM_PUSH_NEXT_DEP_LO];
+wire [`VTA_MEM_MEMORY_TYPE_W-1:0]  mem_type  = insn_reg[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
+wire [`VTA_MEM_SRAM_BASE_W-1:0] sram_base = insn_reg[`VTA_MEM_SRAM_BASE_LO +: `VTA_MEM_SRAM_BASE_W];
+wire [`VTA_MEM_DRAM_BASE_W-1:0] dram_base = insn_reg[`VTA_MEM_DRAM_BASE_LO +: `VTA_MEM_DRAM_BASE_W];
+wire [`VTA_MEM_Y_SIZE_W-1:0] y_size    = insn_reg[`VTA_MEM_Y_SIZE_LO +: `VTA_MEM_Y_SIZE_W];
+wire [`VTA_MEM_X_SIZE_W-1:0] x_size    = insn_reg[`VTA_MEM_X_SIZE_LO +: `VTA_MEM_X_SIZE_W];
+wire [`VTA_MEM_X_STRIDE_W-1:0] x_stride  = insn_reg[`VTA_MEM_X_STRIDE_LO +: `VTA_MEM_X_STRIDE_W];
+wire [`VTA_MEM_Y_PAD_0_W-1:0]  y_pad_0   = insn_reg[`VTA_MEM_Y_PAD_0_LO +: `VTA_MEM_Y_PAD_0_W];
+wire [`VTA_MEM_Y_PAD_1_W-1:0]  y_pad_1   = insn_reg[`VTA_MEM_Y_PAD_1_LO +: `VTA_MEM_Y_PAD_1_W];
+wire [`VTA_MEM_X_PAD_0_W-1:0]  x_pad_0   = insn_reg[`VTA_MEM_X_PAD_0_LO +: `VTA_MEM_X_PAD_0_W];
+wire [`VTA_MEM_X_PAD_1_W-1:0]  x_pad_1   = insn_reg[`VTA_MEM_X_PAD_1_LO +: `VTA_MEM_X_PAD_1_W];
 wire        is_wgt    = mem_type == `VTA_MEM_WGT;
 
 wire [31:0] elems = {16'd0, x_size} * {16'd0, y_size};
@@ -260,8 +261,8 @@ always @* begin
         STATE_IDLE: begin
             // waits for an instruction
             if (cmd_valid && cmd_ready) begin
-                insn_next = cmd_data[127:0];
-                index_next = cmd_data[159:128];
+                insn_next = cmd_data[`VTA_INSN_W-1:0];
+                index_next = cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
                 state_next = STATE_POP;
             end
         end

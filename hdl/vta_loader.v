@@ -67,8 +67,9 @@ module vta_loader #(
 `include "vta_regs.vh"
 
 localparam STATE_IDLE  = 2'd0;
-localparam STATE_CHECK = 2'd1;
-localparam STATE_RUN   = 2'd2;
+localparam STATE_SIZE  = 2'd1;
+localparam STATE_CHECK = 2'd2;
+localparam STATE_RUN   = 2'd3;
 
 reg [1:0]  state_reg, state_next;
 // request generator
@@ -82,14 +83,18 @@ reg [15:0] widx_reg, widx_next;
 
 wire [16:0] x_total = {13'd0, x_pad_0} + {1'b0, x_size} + {13'd0, x_pad_1};
 wire [16:0] y_total = {13'd0, y_pad_0} + {1'b0, y_size} + {13'd0, y_pad_1};
-wire [33:0] area = {17'd0, x_total} * {17'd0, y_total};
-wire [34:0] sram_end = {19'd0, sram_base} + {1'b0, area};
-wire [34:0] depth = 35'd1 << log_depth;
 wire [15:0] y_minus_1 = y_size - 16'd1;
-wire [31:0] rows_span = (y_size == 16'd0) ? 32'd0 : {16'd0, y_minus_1} * {16'd0, x_stride};
+// the products are registered in STATE_SIZE (multipliers), compared in STATE_CHECK
+reg  [33:0] area_reg;
+reg  [31:0] rows_span_reg;
+wire [34:0] sram_end = {19'd0, sram_base} + {1'b0, area_reg};
+wire [34:0] depth = 35'd1 << log_depth;
 wire [33:0] dram_end_elem = (y_size == 16'd0) ? {2'b0, dram_base}
-                           : {2'b0, dram_base} + {2'b0, rows_span} + {18'd0, x_size};
-wire [63:0] dram_end = {30'd0, dram_end_elem} << log_elem_bytes;
+                           : {2'b0, dram_base} + {2'b0, rows_span_reg} + {18'd0, x_size};
+// last element byte <= MEM_SIZE, compared in elements: end * 2**k > MEM_SIZE
+// exactly when end > floor(MEM_SIZE / 2**k)
+wire [63:0] mem_elems = MEM_SIZE >> log_elem_bytes;
+wire        dram_bad = {30'd0, dram_end_elem} > mem_elems;
 
 wire merged = (y_size == 16'd1) || (x_stride == x_size);
 wire [63:0] rq_byte = {30'd0, rq_elem_reg} << log_elem_bytes;
@@ -128,8 +133,12 @@ always @* begin
         STATE_IDLE: begin
             // waits for a LOAD
             if (start) begin
-                state_next = STATE_CHECK;
+                state_next = STATE_SIZE;
             end
+        end
+        STATE_SIZE: begin
+            // the block's area and row span (registered products)
+            state_next = STATE_CHECK;
         end
         STATE_CHECK: begin
             // range checks, one cycle
@@ -143,11 +152,11 @@ always @* begin
                 err = 1'b1;
                 err_code = `VTA_ERR_SRAM_RANGE;
                 state_next = STATE_IDLE;
-            end else if (dram_end > MEM_SIZE) begin
+            end else if (dram_bad) begin
                 err = 1'b1;
                 err_code = `VTA_ERR_DRAM_RANGE;
                 state_next = STATE_IDLE;
-            end else if (area == 34'd0) begin
+            end else if (area_reg == 34'd0) begin
                 // y_size 0 and no pad rows: nothing to write
                 done = 1'b1;
                 state_next = STATE_IDLE;
@@ -191,6 +200,10 @@ end
 
 always @(posedge clk) begin
     state_reg <= state_next;
+    if (state_reg == STATE_SIZE) begin
+        area_reg <= {17'd0, x_total} * {17'd0, y_total};
+        rows_span_reg <= {16'd0, y_minus_1} * {16'd0, x_stride};
+    end
     rq_active_reg <= rq_active_next;
     rq_rows_reg <= rq_rows_next;
     rq_elem_reg <= rq_elem_next;

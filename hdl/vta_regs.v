@@ -18,7 +18,8 @@
  *
  * Counters (64 bits each) add their cnt_inc lane every cycle of a run.
  * Unmapped and write-only registers read as 0; writes to read-only
- * registers are ignored; every response is OKAY.
+ * registers are ignored; every response is OKAY.  A read answers two cycles
+ * after its address (registered address, then the register mux).
  */
 module vta_regs #(
     parameter LOG_INP_WIDTH = 3,
@@ -99,9 +100,12 @@ reg [63:0] cnt_reg [0:NUM_COUNTERS-1];
 reg        bvalid_reg, bvalid_next;
 reg        rvalid_reg, rvalid_next;
 reg [31:0] rdata_reg, rdata_next;
+// a read takes two cycles: the address is registered, then the register mux
+reg        rpend_reg, rpend_next;
+reg [11:0] ra_reg;
 
 wire wr = s_axil_awvalid && s_axil_wvalid && !bvalid_reg;
-wire rd = s_axil_arvalid && !rvalid_reg;
+wire rd = s_axil_arvalid && !rvalid_reg && !rpend_reg;
 
 assign s_axil_awready = wr;
 assign s_axil_wready = wr;
@@ -127,7 +131,7 @@ wire [31:0] config1 = {LOG_ACC_BUFF_SIZE[7:0], LOG_WGT_BUFF_SIZE[7:0],
                        LOG_INP_BUFF_SIZE[7:0], LOG_UOP_BUFF_SIZE[7:0]};
 
 // register read mux
-wire [11:0] ra = {s_axil_araddr[11:2], 2'b00};
+wire [11:0] ra = {ra_reg[11:2], 2'b00};
 wire [11:0] cnt_off = ra - `VTA_REG_CYCLES;
 wire [8:0]  cnt_sel = cnt_off[11:3];
 wire        cnt_hit = ra >= `VTA_REG_CYCLES && cnt_sel < NUM_COUNTERS;
@@ -158,10 +162,13 @@ end
 
 wire [11:0] wa = {s_axil_awaddr[11:2], 2'b00};
 // word registers only; protection is not checked
-wire _unused_ok = &{1'b0, s_axil_awaddr[1:0], s_axil_araddr[1:0], s_axil_awprot,
+wire _unused_ok = &{1'b0, s_axil_awaddr[1:0], ra_reg[1:0], s_axil_awprot,
                     s_axil_arprot, cnt_off[1:0], 1'b0};
 // byte-enable merge of a write into a 32-bit value
-function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
+function [31:0] merge;
+    input [31:0] old;
+    input [31:0] data;
+    input [3:0]  strb;
     integer b;
     begin
         for (b = 0; b < 4; b = b + 1) begin
@@ -182,6 +189,7 @@ always @* begin
     insn_count_next = insn_count_reg;
     bvalid_next = bvalid_reg && !s_axil_bready;
     rvalid_next = rvalid_reg && !s_axil_rready;
+    rpend_next = rpend_reg;
     rdata_next = rdata_reg;
     clear_cnt = 1'b0;
 
@@ -234,6 +242,10 @@ always @* begin
     end
 
     if (rd) begin
+        rpend_next = 1'b1;
+    end
+    if (rpend_reg) begin
+        rpend_next = 1'b0;
         rvalid_next = 1'b1;
         rdata_next = rmux;
     end
@@ -262,6 +274,10 @@ always @(posedge clk) begin
     insn_count_reg <= insn_count_next;
     bvalid_reg <= bvalid_next;
     rvalid_reg <= rvalid_next;
+    rpend_reg <= rpend_next;
+    if (rd) begin
+        ra_reg <= s_axil_araddr;
+    end
     rdata_reg <= rdata_next;
     if (rst) begin
         busy_reg <= 1'b0;
@@ -275,6 +291,7 @@ always @(posedge clk) begin
         insn_count_reg <= 32'd0;
         bvalid_reg <= 1'b0;
         rvalid_reg <= 1'b0;
+        rpend_reg <= 1'b0;
         rdata_reg <= 32'd0;
     end
 end

@@ -5,16 +5,20 @@
 /*
  * vta_sram: one scratchpad, a simple dual-port block RAM (one write port, one
  * read port, one clock).  The read is synchronous: rdata holds mem[raddr] one
- * cycle after re.  A read and a write of the same entry in the same cycle
- * return the old contents (read-first); the compute pipeline forwards around
- * that case itself.  No reset and no initial contents, so synthesis infers
- * block RAM (or UltraRAM for the deep ones).
+ * cycle after re, or with OUTPUT_REG two cycles after (the block RAM's output
+ * register, so the data leaves the RAM from a flip-flop).  A read and a
+ * write of the same entry in the same cycle return the old contents
+ * (read-first); the compute pipeline forwards around that case itself.  No
+ * reset and no initial contents, so synthesis infers block RAM (or UltraRAM
+ * for the deep ones).
  */
 module vta_sram #(
     // Bits per entry.
     parameter WIDTH = 128,
     // log2 of the number of entries.
-    parameter LOG_DEPTH = 11
+    parameter LOG_DEPTH = 11,
+    // 1: a second, output register (read latency 2); 0: read latency 1.
+    parameter OUTPUT_REG = 0
 ) (
     input  wire                 clk,
 
@@ -35,15 +39,33 @@ initial begin
 end
 
 reg [WIDTH-1:0] mem [0:(1 << LOG_DEPTH)-1];
+reg [WIDTH-1:0] ram_q;
 
 always @(posedge clk) begin
     if (we) begin
         mem[waddr] <= wdata;
     end
     if (re) begin
-        rdata <= mem[raddr];
+        ram_q <= mem[raddr];
     end
 end
+
+generate
+if (OUTPUT_REG) begin : out_reg
+    // loads the cycle after a read, so it holds like ram_q does
+    reg re_q;
+    always @(posedge clk) begin
+        re_q <= re;
+        if (re_q) begin
+            rdata <= ram_q;
+        end
+    end
+end else begin : no_out_reg
+    always @* begin
+        rdata = ram_q;
+    end
+end
+endgenerate
 
 endmodule
 

@@ -19,6 +19,8 @@
  * (a row may start and end in the middle of a beat); wider ones are split
  * into several full beats.
  */
+`include "vta_isa.vh"
+
 module vta_store #(
     // log2 of the OUT element width in bits (= LOG_INP_WIDTH)
     parameter LOG_OUT_WIDTH = 3,
@@ -41,10 +43,10 @@ module vta_store #(
     input  wire                  run,
     input  wire                  halt,
 
-    // command queue: {index, instruction}
+    // command queue: {index, instruction} (vta_isa.vh: VTA_CMD_*)
     input  wire                  cmd_valid,
     output wire                  cmd_ready,
-    input  wire [159:0]          cmd_data,
+    input  wire [`VTA_CMD_W-1:0] cmd_data,
 
     // tokens
     input  wire                  g2s_nonempty,
@@ -81,7 +83,6 @@ module vta_store #(
 );
 
 `include "vta_regs.vh"
-`include "vta_isa.vh"
 
 localparam LOG_EB = LOG_BATCH + LOG_BLOCK + LOG_OUT_WIDTH - 3;
 localparam LOG_DEPTH = LOG_OUT_BUFF_SIZE - LOG_EB;
@@ -107,20 +108,23 @@ localparam STATE_RUN    = 3'd3;
 localparam STATE_RETIRE = 3'd4;
 
 reg [2:0]   state_reg, state_next;
-reg [127:0] insn_reg, insn_next;
+reg [`VTA_INSN_W-1:0] insn_reg, insn_next;
 reg [31:0]  index_reg, index_next;
 
-wire        pop_prev  = insn_reg[3];
-wire        pop_next  = insn_reg[4];
-wire        push_prev = insn_reg[5];
-wire        push_next = insn_reg[6];
-wire [2:0]  mem_type  = insn_reg[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
-wire [15:0] sram_base = insn_reg[`VTA_MEM_SRAM_BASE_LO +: `VTA_MEM_SRAM_BASE_W];
-wire [31:0] dram_base = insn_reg[`VTA_MEM_DRAM_BASE_LO +: `VTA_MEM_DRAM_BASE_W];
-wire [15:0] y_size    = insn_reg[`VTA_MEM_Y_SIZE_LO +: `VTA_MEM_Y_SIZE_W];
-wire [15:0] x_size    = insn_reg[`VTA_MEM_X_SIZE_LO +: `VTA_MEM_X_SIZE_W];
-wire [15:0] x_stride  = insn_reg[`VTA_MEM_X_STRIDE_LO +: `VTA_MEM_X_STRIDE_W];
-wire [15:0] pads      = insn_reg[`VTA_MEM_Y_PAD_0_LO +: 16];
+wire        pop_prev  = insn_reg[`VTA_MEM_POP_PREV_DEP_LO];
+wire        pop_next  = insn_reg[`VTA_MEM_POP_NEXT_DEP_LO];
+wire        push_prev = insn_reg[`VTA_MEM_PUSH_PREV_DEP_LO];
+wire        push_next = insn_reg[`VTA_MEM_PUSH_NEXT_DEP_LO];
+wire [`VTA_MEM_MEMORY_TYPE_W-1:0]  mem_type  = insn_reg[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
+wire [`VTA_MEM_SRAM_BASE_W-1:0] sram_base = insn_reg[`VTA_MEM_SRAM_BASE_LO +: `VTA_MEM_SRAM_BASE_W];
+wire [`VTA_MEM_DRAM_BASE_W-1:0] dram_base = insn_reg[`VTA_MEM_DRAM_BASE_LO +: `VTA_MEM_DRAM_BASE_W];
+wire [`VTA_MEM_Y_SIZE_W-1:0] y_size    = insn_reg[`VTA_MEM_Y_SIZE_LO +: `VTA_MEM_Y_SIZE_W];
+wire [`VTA_MEM_X_SIZE_W-1:0] x_size    = insn_reg[`VTA_MEM_X_SIZE_LO +: `VTA_MEM_X_SIZE_W];
+wire [`VTA_MEM_X_STRIDE_W-1:0] x_stride  = insn_reg[`VTA_MEM_X_STRIDE_LO +: `VTA_MEM_X_STRIDE_W];
+wire        pads      = |{insn_reg[`VTA_MEM_Y_PAD_0_LO +: `VTA_MEM_Y_PAD_0_W],
+                          insn_reg[`VTA_MEM_Y_PAD_1_LO +: `VTA_MEM_Y_PAD_1_W],
+                          insn_reg[`VTA_MEM_X_PAD_0_LO +: `VTA_MEM_X_PAD_0_W],
+                          insn_reg[`VTA_MEM_X_PAD_1_LO +: `VTA_MEM_X_PAD_1_W]};
 
 wire [31:0] total = {16'd0, x_size} * {16'd0, y_size};
 wire [32:0] sram_end = {17'd0, sram_base} + {1'b0, total};
@@ -157,8 +161,9 @@ reg        p_valid_reg;                  // a read in flight
 reg [LW+1:0]    p_tag_reg;               // {first, last, lane0} of it
 reg [LW+1:0]    rd_tag;
 
-reg [EW-1:0]    b_data [0:1];
-reg [LW+1:0]    b_tag [0:1];
+// two explicit entries (flip-flops straight after the OUT block RAM)
+reg [EW-1:0]    b_data0_reg, b_data1_reg;
+reg [LW+1:0]    b_tag0_reg, b_tag1_reg;
 reg             b_wp_reg, b_rp_reg;
 reg [1:0]       b_count_reg, b_count_next;
 
@@ -176,8 +181,8 @@ end
 
 // ------------------------------------------------------------ packer
 wire          h_valid = b_count_reg != 2'd0;
-wire [EW-1:0] h_data = b_data[b_rp_reg];
-wire [LW+1:0] h_tag = b_tag[b_rp_reg];
+wire [EW-1:0] h_data = b_rp_reg ? b_data1_reg : b_data0_reg;
+wire [LW+1:0] h_tag = b_rp_reg ? b_tag1_reg : b_tag0_reg;
 wire          h_first = h_tag[LW+1];
 wire          h_last = h_tag[LW];
 wire          h_take;
@@ -263,8 +268,8 @@ always @* begin
         STATE_IDLE: begin
             // waits for an instruction
             if (cmd_valid && cmd_ready) begin
-                insn_next = cmd_data[127:0];
-                index_next = cmd_data[159:128];
+                insn_next = cmd_data[`VTA_INSN_W-1:0];
+                index_next = cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
                 state_next = STATE_POP;
             end
         end
@@ -296,7 +301,7 @@ always @* begin
                 err = 1'b1;
                 err_code = `VTA_ERR_BAD_MEMORY_TYPE;
                 state_next = STATE_IDLE;
-            end else if (pads != 16'd0) begin
+            end else if (pads) begin
                 err = 1'b1;
                 err_code = `VTA_ERR_STORE_PAD;
                 state_next = STATE_IDLE;
@@ -371,8 +376,13 @@ end
 
 always @(posedge clk) begin
     if (p_valid_reg) begin
-        b_data[b_wp_reg] <= out_rdata;
-        b_tag[b_wp_reg] <= p_tag_reg;
+        if (b_wp_reg) begin
+            b_data1_reg <= out_rdata;
+            b_tag1_reg <= p_tag_reg;
+        end else begin
+            b_data0_reg <= out_rdata;
+            b_tag0_reg <= p_tag_reg;
+        end
     end
 end
 

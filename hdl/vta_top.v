@@ -32,6 +32,8 @@
  * MEM_SIZE is the device-memory size behind the master: an access beyond it
  * is a DRAM_RANGE fault (the golden model's memory size).
  */
+`include "vta_isa.vh"
+
 module vta_top #(
     // log2 of the INP / WGT / ACC lane widths in bits (3, 3, 5)
     parameter LOG_INP_WIDTH = 3,
@@ -285,7 +287,7 @@ assign start_ok = rd_idle && wr_idle;
 wire         ldq_in_valid, ldq_in_ready, ldq_out_valid, ldq_out_ready;
 wire         cmpq_in_valid, cmpq_in_ready, cmpq_out_valid, cmpq_out_ready;
 wire         stq_in_valid, stq_in_ready, stq_out_valid, stq_out_ready;
-wire [159:0] q_in_data, ldq_out_data, cmpq_out_data, stq_out_data;
+wire [`VTA_CMD_W-1:0] q_in_data, ldq_out_data, cmpq_out_data, stq_out_data;
 wire [QW-1:0] ldq_count, cmpq_count, stq_count;
 wire         f_err;
 wire [7:0]   f_err_code;
@@ -311,21 +313,21 @@ vta_fetch #(
     .dispatched(fetch_index), .done(f_done), .quiet(f_quiet)
 );
 
-vta_fifo #(.WIDTH(160), .LOG_DEPTH(LOG_QUEUE_DEPTH)) ld_queue (
+vta_fifo #(.WIDTH(`VTA_CMD_W), .LOG_DEPTH(LOG_QUEUE_DEPTH)) ld_queue (
     .clk(clk), .rst(rst), .clear(start),
     .in_valid(ldq_in_valid), .in_ready(ldq_in_ready), .in_data(q_in_data),
     .out_valid(ldq_out_valid), .out_ready(ldq_out_ready), .out_data(ldq_out_data),
     .count(ldq_count)
 );
 
-vta_fifo #(.WIDTH(160), .LOG_DEPTH(LOG_QUEUE_DEPTH)) cmp_queue (
+vta_fifo #(.WIDTH(`VTA_CMD_W), .LOG_DEPTH(LOG_QUEUE_DEPTH)) cmp_queue (
     .clk(clk), .rst(rst), .clear(start),
     .in_valid(cmpq_in_valid), .in_ready(cmpq_in_ready), .in_data(q_in_data),
     .out_valid(cmpq_out_valid), .out_ready(cmpq_out_ready), .out_data(cmpq_out_data),
     .count(cmpq_count)
 );
 
-vta_fifo #(.WIDTH(160), .LOG_DEPTH(LOG_QUEUE_DEPTH)) st_queue (
+vta_fifo #(.WIDTH(`VTA_CMD_W), .LOG_DEPTH(LOG_QUEUE_DEPTH)) st_queue (
     .clk(clk), .rst(rst), .clear(start),
     .in_valid(stq_in_valid), .in_ready(stq_in_ready), .in_data(q_in_data),
     .out_valid(stq_out_valid), .out_ready(stq_out_ready), .out_data(stq_out_data),
@@ -357,12 +359,16 @@ vta_token_queue #(.DEPTH(`VTA_TOKEN_QUEUE_DEPTH)) s2g (
     .nonempty(s2g_nonempty), .full(s2g_full), .count(s2g_count)
 );
 
-function [7:0] sat8(input [TCW-1:0] v);
-    sat8 = (v > 255) ? 8'd255 : v[7:0];
+function [7:0] sat8;
+    input [TCW-1:0] v;
+    begin
+        sat8 = (v > 255) ? 8'd255 : v[7:0];
+    end
 endfunction
 assign tokens = {sat8(s2g_count), sat8(g2s_count), sat8(g2l_count), sat8(l2g_count)};
 
 // ---------------------------------------------------------------- scratchpads shared between engines
+// (INP and WGT: compute reads them through the RAM output register, latency 2)
 wire                     inp_we, inp_re;
 wire [LOG_INP_DEPTH-1:0] inp_waddr, inp_raddr;
 wire [INP_W-1:0]         inp_wdata, inp_rdata;
@@ -373,11 +379,11 @@ wire                     out_we, out_re;
 wire [LOG_ACC_DEPTH-1:0] out_waddr, out_raddr;
 wire [OUT_W-1:0]         out_wdata, out_rdata;
 
-vta_sram #(.WIDTH(INP_W), .LOG_DEPTH(LOG_INP_DEPTH)) inp_mem (
+vta_sram #(.WIDTH(INP_W), .LOG_DEPTH(LOG_INP_DEPTH), .OUTPUT_REG(1)) inp_mem (
     .clk(clk), .we(inp_we), .waddr(inp_waddr), .wdata(inp_wdata),
     .re(inp_re), .raddr(inp_raddr), .rdata(inp_rdata)
 );
-vta_sram #(.WIDTH(WGT_W), .LOG_DEPTH(LOG_WGT_DEPTH)) wgt_mem (
+vta_sram #(.WIDTH(WGT_W), .LOG_DEPTH(LOG_WGT_DEPTH), .OUTPUT_REG(1)) wgt_mem (
     .clk(clk), .we(wgt_we), .waddr(wgt_waddr), .wdata(wgt_wdata),
     .re(wgt_re), .raddr(wgt_raddr), .rdata(wgt_rdata)
 );

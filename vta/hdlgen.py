@@ -9,11 +9,20 @@ through the headers written here, at build time, into a build directory.
 * ``vta_isa.vh``   -- every instruction and micro-op field of
   :func:`vta.isa.layout` for this configuration as ``VTA_<FMT>_<FIELD>_LO`` /
   ``_W`` (the GEMM/ALU/micro-op positions depend on the buffer depths), plus
-  opcodes, memory types and ALU opcodes from the ISA enums.
+  opcodes, memory types and ALU opcodes from the ISA enums, and the widths of
+  an instruction, a micro-op and a command-queue entry (``VTA_CMD_W``:
+  ``{index, instruction}``, the index at ``VTA_CMD_INDEX_LO``).
 * ``vta_cfg.vh``   -- the configuration keys the headers were generated for
   (``VTA_CFG_<KEY>``; ``vta_top`` stops elaboration if its parameters differ),
-  the token-queue capacity and the counter indices of
-  :data:`vta.driver.regs.COUNTERS` (``VTA_CNT_<NAME>``, ``VTA_NUM_COUNTERS``).
+  the token-queue capacity, the counter indices of
+  :data:`vta.driver.regs.COUNTERS` (``VTA_CNT_<NAME>``, ``VTA_NUM_COUNTERS``),
+  and lane-wise ACC macros written out for the lane count
+  (``VTA_ACC_LANES_ADD(x, y)``: 32-bit lane sums; ``VTA_ACC_LANES_LOW(x)``:
+  the low OUT_WIDTH bits of each lane).
+* ``vta_gemm.vh``  -- the body of ``vta_gemm``'s pipeline for this GEMM shape,
+  unrolled: one register per product and per partial sum, constant bit
+  selects only (a simulator evaluates it once per clock edge, without loops
+  or computed part-selects; Icarus runs the design several times faster).
 
 :func:`top_parameters` gives the ``vta_top`` parameter dictionary for a
 configuration; :func:`hdl_sources` lists the design's Verilog files.
@@ -25,7 +34,7 @@ from pathlib import Path
 
 from .config import TOKEN_QUEUE_DEPTH, Config
 from .driver import regs
-from .isa import AluOp, MemId, Opcode, layout
+from .isa import INSN_BYTES, UOP_BYTES, AluOp, MemId, Opcode, layout
 
 #: Formats whose field positions go into ``vta_isa.vh``.
 FORMATS = ("mem", "gemm", "alu", "uop")
@@ -37,10 +46,13 @@ PARAMETER_KEYS = (
     "LOG_BUS_WIDTH",
 )
 
+#: Bits of the instruction index carried with each instruction in the command queues.
+CMD_INDEX_BITS = 32
+
 #: Default device-memory size the DRAM range check assumes (the golden transport's default).
 DEFAULT_MEM_SIZE = 1 << 28
 
-HEADERS = ("vta_regs.vh", "vta_isa.vh", "vta_cfg.vh")
+HEADERS = ("vta_regs.vh", "vta_isa.vh", "vta_cfg.vh", "vta_gemm.vh")
 
 
 def render_isa(cfg: Config) -> str:
@@ -53,12 +65,18 @@ def render_isa(cfg: Config) -> str:
             name = f"VTA_{fmt.upper()}_{f.name.upper()}"
             out.append(f"`define {name}_LO {f.lo}")
             out.append(f"`define {name}_W {f.width}")
+    widths = {fmt: {f.name: f.width for f in layout(fmt, cfg)} for fmt in ("mem", "alu")}
     for op in Opcode:
-        out.append(f"`define VTA_OPCODE_{op.name} 3'd{int(op)}")
+        out.append(f"`define VTA_OPCODE_{op.name} {widths['mem']['opcode']}'d{int(op)}")
     for mem in MemId:
-        out.append(f"`define VTA_MEM_{mem.name} 3'd{int(mem)}")
+        out.append(f"`define VTA_MEM_{mem.name} {widths['mem']['memory_type']}'d{int(mem)}")
     for alu in AluOp:
-        out.append(f"`define VTA_ALU_{alu.name} 3'd{int(alu)}")
+        out.append(f"`define VTA_ALU_{alu.name} {widths['alu']['alu_opcode']}'d{int(alu)}")
+    # an instruction, a micro-op, and a command-queue entry {index, instruction}
+    insn_w = 8 * INSN_BYTES
+    out += [f"`define VTA_INSN_W {insn_w}", f"`define VTA_UOP_W {8 * UOP_BYTES}",
+            f"`define VTA_CMD_INDEX_LO {insn_w}", f"`define VTA_CMD_INDEX_W {CMD_INDEX_BITS}",
+            f"`define VTA_CMD_W {insn_w + CMD_INDEX_BITS}"]
     out.append("`endif")
     return "\n".join(out) + "\n"
 
@@ -74,7 +92,67 @@ def render_cfg(cfg: Config) -> str:
     for index, (name, _) in enumerate(regs.COUNTERS):
         out.append(f"`define VTA_CNT_{name.upper()} {index}")
     out.append(f"`define VTA_NUM_COUNTERS {len(regs.COUNTERS)}")
+    # lane-wise ACC arithmetic as one expression (constant selects: one evaluation in Icarus)
+    lanes, aw, ow = cfg.BATCH * cfg.BLOCK_OUT, cfg.ACC_WIDTH, cfg.OUT_WIDTH
+    add = ", ".join(f"x[{(n + 1) * aw - 1}:{n * aw}] + y[{(n + 1) * aw - 1}:{n * aw}]"
+                    for n in reversed(range(lanes)))
+    low = ", ".join(f"x[{n * aw + ow - 1}:{n * aw}]" for n in reversed(range(lanes)))
+    out.append(f"`define VTA_ACC_LANES_ADD(x, y) {{{add}}}")
+    out.append(f"`define VTA_ACC_LANES_LOW(x) {{{low}}}")
     out.append("`endif")
+    return "\n".join(out) + "\n"
+
+
+def gemm_group(log_block: int) -> int:
+    """Products summed per partial sum in ``vta_gemm``'s first adder stage."""
+    return 1 << ((log_block + 1) // 2)
+
+
+def render_gemm(cfg: Config) -> str:
+    """``vta_gemm.vh`` for ``cfg``: the unrolled multiply and adder-tree stages.
+
+    Included inside ``vta_gemm`` (which declares ``clk``, ``in_valid``, ``inp``,
+    ``wgt``, ``p_en_reg``, ``t_en_reg`` and ``sum``).  Stage 1 registers the
+    BATCH x BLOCK x BLOCK products ``p_<b>_<oc>_<ic>`` (DSP multiplier and
+    its register), stage 2 sums them in groups of :func:`gemm_group` into
+    ``t_<b>_<oc>_<g>``, stage 3 sums the groups of a lane into ``s_<b>_<oc>``.
+    Lane ``b*BLOCK + oc`` of ``sum`` = sum over ic of inp[b][ic] * wgt[oc][ic].
+    """
+    batch, block = cfg.BATCH, cfg.BLOCK
+    iw, ww, aw = cfg.INP_WIDTH, cfg.WGT_WIDTH, cfg.ACC_WIDTH
+    group = gemm_group(cfg.LOG_BLOCK)
+    ngroups = block // group
+    lanes = [(b, oc) for b in range(batch) for oc in range(block)]
+    out = [f"// Generated by vta.hdlgen for configuration {cfg.bitstream}: the body of "
+           f"vta_gemm ({batch}x{block}x{block}, groups of {group}); do not edit."]
+    # every register is declared ACC-wide: the sums need no explicit sign extension (a
+    # simulator computes native words; synthesis merges the copies of a sign bit)
+    prods = [f"p_{b}_{oc}_{ic}" for b, oc in lanes for ic in range(block)]
+    parts = [f"t_{b}_{oc}_{g}" for b, oc in lanes for g in range(ngroups)]
+    for names in (prods, parts, [f"s_{b}_{oc}" for b, oc in lanes]):
+        for i in range(0, len(names), 8):
+            out.append(f"reg signed [{aw - 1}:0] {', '.join(names[i:i + 8])};")
+    out.append("always @(posedge clk) begin")
+    out.append("    if (in_valid) begin")
+    for b, oc in lanes:
+        for ic in range(block):
+            i, w = (b * block + ic) * iw, (oc * block + ic) * ww
+            out.append(f"        p_{b}_{oc}_{ic} <= $signed(inp[{i + iw - 1}:{i}]) * "
+                       f"$signed(wgt[{w + ww - 1}:{w}]);")
+    out.append("    end")
+    out.append("    if (p_en_reg) begin")
+    for b, oc in lanes:
+        for g in range(ngroups):
+            terms = " + ".join(f"p_{b}_{oc}_{g * group + k}" for k in range(group))
+            out.append(f"        t_{b}_{oc}_{g} <= {terms};")
+    out.append("    end")
+    out.append("    if (t_en_reg) begin")
+    for b, oc in lanes:
+        terms = " + ".join(f"t_{b}_{oc}_{g}" for g in range(ngroups))
+        out.append(f"        s_{b}_{oc} <= {terms};")
+    out.append("    end")
+    out.append("end")
+    out.append("assign sum = {" + ", ".join(f"s_{b}_{oc}" for b, oc in reversed(lanes)) + "};")
     return "\n".join(out) + "\n"
 
 
@@ -83,18 +161,22 @@ def render_regs() -> str:
     return "`ifndef VTA_REGS_VH\n`define VTA_REGS_VH\n" + regs.render_verilog() + "`endif\n"
 
 
+def render_headers(cfg: Config) -> dict[str, str]:
+    """Every header (:data:`HEADERS`) for ``cfg``: file name -> text."""
+    return {"vta_regs.vh": render_regs(), "vta_isa.vh": render_isa(cfg),
+            "vta_cfg.vh": render_cfg(cfg), "vta_gemm.vh": render_gemm(cfg)}
+
+
 def write_headers(cfg: Config, directory: Path | str) -> list[Path]:
-    """Write ``vta_regs.vh``, ``vta_isa.vh`` and ``vta_cfg.vh`` for ``cfg`` into ``directory``.
+    """Write the headers (:data:`HEADERS`) for ``cfg`` into ``directory``.
 
     Files whose content is unchanged are left alone (their timestamps too).
     Returns the paths written.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    texts = {"vta_regs.vh": render_regs(), "vta_isa.vh": render_isa(cfg),
-             "vta_cfg.vh": render_cfg(cfg)}
     paths = []
-    for name, text in texts.items():
+    for name, text in render_headers(cfg).items():
         path = directory / name
         if not path.exists() or path.read_text() != text:
             path.write_text(text)
@@ -103,10 +185,19 @@ def write_headers(cfg: Config, directory: Path | str) -> list[Path]:
 
 
 def header_dir(cfg: Config) -> Path:
-    """A per-configuration folder in the build cache holding the generated headers."""
+    """A folder in the build cache holding the generated headers for ``cfg``.
+
+    Keyed by the configuration and the headers' content, so checkouts whose
+    generators differ never overwrite each other's headers in a shared cache.
+    """
+    import hashlib
+
     from .sim.build import cache_root
 
-    key = f"{cfg.bitstream}_b{cfg.BUS_WIDTH}_{cfg.signature:08x}"
+    digest = hashlib.sha256()
+    for name, text in render_headers(cfg).items():
+        digest.update(name.encode() + b"\0" + text.encode() + b"\0")
+    key = f"{cfg.bitstream}_b{cfg.BUS_WIDTH}_{cfg.signature:08x}_{digest.hexdigest()[:12]}"
     directory = cache_root() / "hdr" / key
     write_headers(cfg, directory)
     return directory

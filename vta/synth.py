@@ -88,13 +88,20 @@ class SynthReport:
     deepest: LogicPath
     #: the deepest path ending in each top-level instance
     deepest_by_instance: dict[str, float]
+    #: the deepest path ending in each top-level instance, with its cells
+    paths_by_instance: dict[str, LogicPath]
     seconds: float
     log: Path | None = None
 
     @property
     def scratchpads_in_bram(self) -> bool:
-        """Every scratchpad became block RAM or UltraRAM, none LUTs or flip-flops."""
-        return all(v and set(v) <= (_BRAM | {"URAM288"}) for v in self.scratchpads.values())
+        """Every scratchpad's storage became block RAM or UltraRAM (none LUT RAM).
+
+        Flip-flops beside them are output registers (a memory kept in
+        flip-flops would have no block RAM at all).
+        """
+        return all(set(v) & (_BRAM | {"URAM288"}) and not set(v) & _LUTRAM
+                   for v in self.scratchpads.values())
 
 
 def yosys_path() -> str:
@@ -265,11 +272,13 @@ def analyse(netlist: dict, config: str = "") -> SynthReport:
             scratch[sp] = dict(cells)
 
     flat = _flatten(modules, design, top)
-    deepest, by_inst, unreg_bram, unreg_dsp = _depth(flat)
+    deepest, paths, unreg_bram, unreg_dsp = _depth(flat)
     return SynthReport(config=config, instances={k: dict(v) for k, v in instances.items()},
                        modules=mods, total=dict(total), scratchpads=scratch,
                        unregistered_brams=unreg_bram, unregistered_dsps=unreg_dsp,
-                       deepest=deepest, deepest_by_instance=by_inst, seconds=0.0)
+                       deepest=deepest,
+                       deepest_by_instance={k: v.levels for k, v in paths.items()},
+                       paths_by_instance=paths, seconds=0.0)
 
 
 def _instance_tree_design(modules, design, top):
@@ -431,7 +440,7 @@ def _depth(cells):
 
     # endpoints: inputs of sequential cells (and of registered-input DSPs)
     worst, worst_end = -1.0, -1
-    by_inst: dict[str, float] = defaultdict(float)
+    by_inst: dict[str, tuple[float, int]] = {}
     for i, (path, typ, _params, _conns, _dirs) in enumerate(cells):
         endpoint = typ in _SEQ_START or (i in dsp_info and (dsp_info[i][0] or dsp_info[i][1]))
         if not endpoint:
@@ -441,22 +450,27 @@ def _depth(cells):
                 d = driver[n]
                 compute(d)
                 a = arrival[d]
-                head = path.split(".")[0]
-                by_inst[head] = max(by_inst[head], a)
+                head = path.split(".")[0] if "." in path else "(top glue)"
+                if head not in by_inst or a > by_inst[head][0]:
+                    by_inst[head] = (a, d)
                 if a > worst:
                     worst, worst_end = a, d
 
-    chain = []
-    j = worst_end
-    while j >= 0:
-        chain.append((cells[j][1], cells[j][0]))
-        j = best_in.get(j, -1)
-    chain.reverse()
-    deepest = LogicPath(levels=max(worst, 0.0),
-                    luts=sum(t.startswith("LUT") for t, _ in chain),
-                    carry=sum(t in CARRY_LEVELS for t, _ in chain),
-                    muxf=sum(t.startswith("MUXF") for t, _ in chain),
-                    dsps=sum(t.startswith("DSP48") for t, _ in chain), cells=chain)
+    def path_to(end, levels):
+        chain = []
+        j = end
+        while j >= 0:
+            chain.append((cells[j][1], cells[j][0]))
+            j = best_in.get(j, -1)
+        chain.reverse()
+        return LogicPath(levels=max(levels, 0.0),
+                         luts=sum(t.startswith("LUT") for t, _ in chain),
+                         carry=sum(t in CARRY_LEVELS for t, _ in chain),
+                         muxf=sum(t.startswith("MUXF") for t, _ in chain),
+                         dsps=sum(t.startswith("DSP48") for t, _ in chain), cells=chain)
+
+    deepest = path_to(worst_end, worst)
+    paths = {k: path_to(end, a) for k, (a, end) in by_inst.items()}
 
     # registered outputs: every bit a BRAM/URAM/DSP drives reaches only flip-flop D pins
     def only_ffs(i, out_re=None):
@@ -484,7 +498,7 @@ def _depth(cells):
                 unreg_bram.append(path)
         elif i in dsp_info and not dsp_info[i][2] and not only_ffs(i):
             unreg_dsp.append(path)
-    return deepest, dict(by_inst), unreg_bram, unreg_dsp
+    return deepest, paths, unreg_bram, unreg_dsp
 
 
 # ------------------------------------------------------------------ report
@@ -514,6 +528,12 @@ def format_report(report: SynthReport, detail: bool = True) -> str:
                  f"{len(report.unregistered_brams)}; DSPs likewise: "
                  f"{len(report.unregistered_dsps)}")
     if detail:
+        lines.append("")
+        lines.append("Deepest path ending in each instance (levels: first cell -> last cell):")
+        for name, path in sorted(report.paths_by_instance.items(), key=lambda kv: -kv[1].levels):
+            if path.cells:
+                lines.append(f"* {name}: {path.levels:.2f} ({path.luts} LUTs, {path.carry} carry, "
+                             f"{path.dsps} DSP): {path.cells[0][1]} -> {path.cells[-1][1]}")
         lines += ["", "| module | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
         for name in sorted(report.modules):
             row = report.modules[name]

@@ -1,6 +1,9 @@
-"""vta_gemm: the BATCH x BLOCK x BLOCK multiply-add array against NumPy (out = inp . wgt^T).
+"""vta_gemm: the pipelined BATCH x BLOCK x BLOCK multiply-add array against NumPy.
 
-The pipelined use of the array inside vta_compute (one micro-op per cycle,
+One operand pair enters per cycle, with random gaps (in_valid low); each
+result must appear exactly LATENCY cycles after its operands and hold
+through the gaps that follow (the stages load only on valid data).  The
+pipelined use of the array inside vta_compute_pipe (one micro-op per cycle,
 read-after-write forwarding on ACC) is checked by test_compute.py.
 """
 
@@ -9,31 +12,51 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 import pytest
-from cocotb.triggers import Timer
+from cocotb.triggers import ClockCycles, FallingEdge
 from rtl_common import build_and_run, cfg_from_env, pack_lanes, sim_params, unpack_lanes
+
+LATENCY = 3
 
 
 @cocotb.test()
 async def dot_products(dut):
+    from cocotb.clock import Clock
+
     cfg = cfg_from_env()
     b, blk = cfg.BATCH, cfg.BLOCK
     rng = np.random.default_rng(3)
-    for trial in range(100):
+    dut.in_valid.value = 0
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    await ClockCycles(dut.clk, 3)
+    # expected sum of the pair applied before each rising edge (None: a gap)
+    sent: list[list[int] | None] = []
+    for trial in range(200 + LATENCY + 1):
+        await FallingEdge(dut.clk)
+        check(dut, sent, b * blk)
         if trial == 0:
-            inp = np.full((b, blk), -128)
-            wgt = np.full((blk, blk), -128)
+            inp, wgt = np.full((b, blk), -128), np.full((blk, blk), -128)
         elif trial == 1:
-            inp = np.full((b, blk), 127)
-            wgt = np.full((blk, blk), -128)
+            inp, wgt = np.full((b, blk), 127), np.full((blk, blk), -128)
         else:
             inp = rng.integers(-128, 128, size=(b, blk))
             wgt = rng.integers(-128, 128, size=(blk, blk))
+        valid = trial < 2 or (trial < 200 and rng.random() < 0.7)
+        dut.in_valid.value = int(valid)
         dut.inp.value = pack_lanes(inp.reshape(-1), 8)
         dut.wgt.value = pack_lanes(wgt.reshape(-1), 8)
-        await Timer(1, unit="ns")
-        got = unpack_lanes(int(dut.sum.value), b * blk, 32)
         want = (inp.astype(np.int64) @ wgt.astype(np.int64).T).reshape(-1).tolist()
-        assert got == want, f"trial {trial}: expected {want}, got {got}"
+        sent.append(want if valid else None)
+
+
+def check(dut, sent, lanes):
+    """Mid-cycle: the newest result out is that of the newest valid pair LATENCY edges old."""
+    results = [w for w in sent[: max(0, len(sent) - LATENCY + 1)] if w is not None]
+    if not results:
+        return
+    got = unpack_lanes(int(dut.sum.value), lanes, 32)
+    assert got == results[-1], (
+        f"{len(sent)} pairs in: expected {results[-1]}, got {got}"
+    )
 
 
 @pytest.mark.parametrize("simulator, preset", sim_params())

@@ -4,7 +4,8 @@ The fast tests map small circuits (one yosys run, about 20 s) whose depth and
 structure are known by construction and check what the analysis reports
 about them: a registered 32-bit adder is one LUT level plus 32 bits of carry
 (2 levels); logic on a block-RAM or DSP output is reported, a register
-straight after either is not.
+straight after either is not.  The slow test synthesises vta_top for the
+default preset (about 10-20 minutes here).
 """
 
 from __future__ import annotations
@@ -87,3 +88,23 @@ def test_registered_outputs(probes):
     assert brams == {"u_logic"}, probes.unregistered_brams
     assert dsps == {"u_logic"}, probes.unregistered_dsps
     assert probes.deepest.levels >= 2.0
+
+
+@pytest.mark.slow
+def test_vta_top_default():
+    """The default preset as synthesised (figures and targets in BENCHMARKS.md).
+
+    Met targets are asserted; the depth bound is today's figure (a regression
+    guard), above the 8-level target, which BENCHMARKS.md reports as not met.
+    """
+    r = synth.synthesize("default")
+    summary = synth.format_report(r, detail=False)
+    assert r.scratchpads_in_bram, r.scratchpads
+    assert r.unregistered_brams == [], r.unregistered_brams
+    # at least 30% below the first design's 61k (66k in the review's count)
+    assert r.total["LUT"] <= 42_000, summary
+    # the GEMM array's 256 DSPs all feed registers; only the ALU multiplier and the
+    # range-check products reach logic
+    allowed = ("compute.pipe.alu.", "compute.loader.", "load.loader.", "store.")
+    assert all(p.startswith(allowed) for p in r.unregistered_dsps), r.unregistered_dsps
+    assert r.deepest.levels <= 16.5, summary

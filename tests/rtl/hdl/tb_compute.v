@@ -80,10 +80,10 @@ wire [INP_W-1:0] inp_rdata, out_wdata;
 wire [WGT_W-1:0] wgt_rdata;
 wire [31:0] uop_bytes, acc_bytes, acc8_bytes;
 
-vta_sram #(.WIDTH(INP_W), .LOG_DEPTH(LOG_INP_DEPTH)) inp_mem (
+vta_sram #(.WIDTH(INP_W), .LOG_DEPTH(LOG_INP_DEPTH), .OUTPUT_REG(1)) inp_mem (
     .clk(clk), .we(inp_we), .waddr(inp_waddr), .wdata(inp_wdata),
     .re(inp_re), .raddr(inp_raddr), .rdata(inp_rdata));
-vta_sram #(.WIDTH(WGT_W), .LOG_DEPTH(LOG_WGT_DEPTH)) wgt_mem (
+vta_sram #(.WIDTH(WGT_W), .LOG_DEPTH(LOG_WGT_DEPTH), .OUTPUT_REG(1)) wgt_mem (
     .clk(clk), .we(wgt_we), .waddr(wgt_waddr), .wdata(wgt_wdata),
     .re(wgt_re), .raddr(wgt_raddr), .rdata(wgt_rdata));
 vta_sram #(.WIDTH(INP_W), .LOG_DEPTH(LOG_ACC_DEPTH)) out_mem (

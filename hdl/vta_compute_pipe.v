@@ -1,0 +1,288 @@
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * vta_compute_pipe: the GEMM/ALU micro-op pipeline of the compute engine.
+ * One micro-op enters per cycle (`issue`, with its loop offsets and the
+ * instruction's controls, which travel with it); every stage is a register
+ * stage, and every scratchpad read comes from a registered address and
+ * leaves its RAM through the RAM's output register:
+ *
+ *   cycle  stage
+ *   t      issue      the engine reads UOP[u] (read latency 2)
+ *   t+1    offsets    dst/src/wgt loop offsets o + i
+ *   t+2    index      micro-op fields + offsets
+ *   t+3    read       INP[src], WGT[wgt] (latency 2)
+ *   t+5    GEMM       vta_gemm (latency 3)
+ *   t+6    read       ACC[dst], ACC[src] (latency 2)
+ *   t+7    forward    which of the last two results replaces each ACC operand
+ *   t+8    D          ACC + sum, 0 (reset), or the ALU op (vta_alu); writes
+ *                     ACC[dst] and OUT[dst], and keeps the result in w1
+ *
+ * Read-after-write on ACC: a micro-op reads ACC at t+6, and the writes of
+ * the two micro-ops before it (at t+6 and t+7) are not in the RAM yet.
+ * Their results sit in w1/w2 (newest first); at t+7 the micro-op's dst and
+ * src indices are compared with theirs, and at t+8 a 3:1 mux with those
+ * registered selects picks each operand.  Results equal the serial golden
+ * model for any dst sequence, with no stall, also across instructions.
+ *
+ * Indices are computed modulo the buffer depths: the engine range-checks the
+ * whole nest before it issues anything.  `empty` is low while any issued
+ * micro-op has not written yet.  Only `rst` clears the pipeline: micro-ops
+ * already issued always complete (at most 8 cycles).
+ */
+`include "vta_isa.vh"
+`include "vta_cfg.vh"
+
+module vta_compute_pipe #(
+    // log2 of the lane widths in bits
+    parameter LOG_INP_WIDTH = 3,
+    parameter LOG_WGT_WIDTH = 3,
+    parameter LOG_ACC_WIDTH = 5,
+    // GEMM core shape: BATCH x BLOCK x BLOCK
+    parameter LOG_BATCH = 0,
+    parameter LOG_BLOCK = 4,
+    // log2 of the INP / WGT / ACC buffer depths in entries
+    parameter LOG_INP_DEPTH = 11,
+    parameter LOG_WGT_DEPTH = 10,
+    parameter LOG_ACC_DEPTH = 11
+) (
+    input  wire                  clk,
+    input  wire                  rst,
+
+    // one micro-op: loop offsets (only the low bits matter) and controls
+    input  wire                  issue,
+    input  wire [15:0]           o_dst,
+    input  wire [15:0]           i_dst,
+    input  wire [15:0]           o_src,
+    input  wire [15:0]           i_src,
+    input  wire [15:0]           o_wgt,
+    input  wire [15:0]           i_wgt,
+    input  wire                  is_alu,
+    input  wire                  reset,
+    input  wire [2:0]            alu_op,
+    input  wire                  use_imm,
+    input  wire [15:0]           imm,
+    // the micro-op read at issue, two cycles later
+    input  wire [`VTA_UOP_W-1:0] uop,
+
+    // INP and WGT scratchpad read ports (latency 2)
+    output wire                  inp_re,
+    output wire [LOG_INP_DEPTH-1:0] inp_raddr,
+    input  wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_INP_WIDTH))-1:0] inp_rdata,
+    output wire                  wgt_re,
+    output wire [LOG_WGT_DEPTH-1:0] wgt_raddr,
+    input  wire [(1<<(2*LOG_BLOCK+LOG_WGT_WIDTH))-1:0] wgt_rdata,
+
+    // ACC: two read ports (dst, src; latency 2) and the write port
+    output wire                  acc_re,
+    output wire [LOG_ACC_DEPTH-1:0] acc_dst_raddr,
+    output wire [LOG_ACC_DEPTH-1:0] acc_src_raddr,
+    input  wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_ACC_WIDTH))-1:0] acc_dst_rdata,
+    input  wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_ACC_WIDTH))-1:0] acc_src_rdata,
+    output wire                  acc_we,
+    output wire [LOG_ACC_DEPTH-1:0] acc_waddr,
+    output wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_ACC_WIDTH))-1:0] acc_wdata,
+
+    // OUT write port: the low OUT_WIDTH bits of each new ACC lane
+    output wire                  out_we,
+    output wire [LOG_ACC_DEPTH-1:0] out_waddr,
+    output wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_INP_WIDTH))-1:0] out_wdata,
+
+    output wire                  empty
+);
+
+
+localparam integer LANES = 1 << (LOG_BATCH + LOG_BLOCK);
+localparam integer AL = 1 << LOG_ACC_WIDTH;           // ACC lane bits
+localparam integer ACC_W = LANES * AL;
+localparam A = LOG_ACC_DEPTH;
+// controls carried with a micro-op: {is_alu, reset, alu_op, use_imm, imm}
+localparam CTL_W = 22;
+
+initial begin
+    if (`VTA_UOP_DST_IDX_W != LOG_ACC_DEPTH || `VTA_CFG_LOG_BATCH != LOG_BATCH
+        || `VTA_CFG_LOG_BLOCK != LOG_BLOCK) begin
+        $display("%m: vta_isa.vh / vta_cfg.vh were generated for another configuration");
+        $finish;
+    end
+end
+
+// micro-op fields (the unused high bits of the 16-bit sums are dropped below)
+wire [15:0] u_dst = {{(16-`VTA_UOP_DST_IDX_W){1'b0}}, uop[`VTA_UOP_DST_IDX_LO +: `VTA_UOP_DST_IDX_W]};
+wire [15:0] u_src = {{(16-`VTA_UOP_SRC_IDX_W){1'b0}}, uop[`VTA_UOP_SRC_IDX_LO +: `VTA_UOP_SRC_IDX_W]};
+wire [15:0] u_wgt = {{(16-`VTA_UOP_WGT_IDX_W){1'b0}}, uop[`VTA_UOP_WGT_IDX_LO +: `VTA_UOP_WGT_IDX_W]};
+
+// ------------------------------------------------------------ stages t+1 .. t+8
+reg        v1_reg, v2_reg, v3_reg, v4_reg, v5_reg, v6_reg, v7_reg, v8_reg;
+reg [CTL_W-1:0] c1_reg, c2_reg, c3_reg, c4_reg, c5_reg, c6_reg, c7_reg, c8_reg;
+reg [15:0] off_dst1_reg, off_src1_reg, off_wgt1_reg;
+reg [15:0] off_dst2_reg, off_src2_reg, off_wgt2_reg;
+reg [15:0] dst3_reg, src3_reg, wgt3_reg;
+reg [A-1:0] dst4_reg, dst5_reg, dst6_reg, dst7_reg, dst8_reg;
+reg [A-1:0] src4_reg, src5_reg, src6_reg, src7_reg;
+// forwarding selects for D: 0 the RAM, 1 w1, 2 w2
+reg [1:0]  fa8_reg, fb8_reg;
+// results written one and two cycles ago
+reg        w1_valid_reg;
+reg [A-1:0] w1_addr_reg;
+reg [ACC_W-1:0] w1_data_reg, w2_data_reg;
+
+wire       c3_alu = c3_reg[CTL_W-1];
+wire       c5_alu = c5_reg[CTL_W-1];
+wire       c5_reset = c5_reg[CTL_W-2];
+wire       c6_reset = c6_reg[CTL_W-2];
+wire       c8_alu = c8_reg[CTL_W-1];
+wire       c8_reset = c8_reg[CTL_W-2];
+wire [2:0] c8_op = c8_reg[CTL_W-3 -: 3];
+wire       c8_imm_on = c8_reg[16];
+wire [15:0] c8_imm = c8_reg[15:0];
+
+assign inp_re = v3_reg && !c3_alu;
+assign inp_raddr = src3_reg[LOG_INP_DEPTH-1:0];
+assign wgt_re = v3_reg && !c3_alu;
+assign wgt_raddr = wgt3_reg[LOG_WGT_DEPTH-1:0];
+assign acc_re = v6_reg && !c6_reset;
+assign acc_dst_raddr = dst6_reg;
+assign acc_src_raddr = src6_reg;
+
+// which in-flight result an index read at t+6 missed, newest first
+function [1:0] fwd_sel;
+    input [A-1:0] idx;
+    input         d_valid;
+    input [A-1:0] d_addr;
+    input         w1_valid;
+    input [A-1:0] w1_addr;
+    begin
+        if (d_valid && d_addr == idx) begin
+            fwd_sel = 2'd1;
+        end else if (w1_valid && w1_addr == idx) begin
+            fwd_sel = 2'd2;
+        end else begin
+            fwd_sel = 2'd0;
+        end
+    end
+endfunction
+
+always @(posedge clk) begin
+    v1_reg <= issue;
+    v2_reg <= v1_reg;
+    v3_reg <= v2_reg;
+    v4_reg <= v3_reg;
+    v5_reg <= v4_reg;
+    v6_reg <= v5_reg;
+    v7_reg <= v6_reg;
+    v8_reg <= v7_reg;
+    c1_reg <= {is_alu, reset, alu_op, use_imm, imm};
+    c2_reg <= c1_reg;
+    c3_reg <= c2_reg;
+    c4_reg <= c3_reg;
+    c5_reg <= c4_reg;
+    c6_reg <= c5_reg;
+    c7_reg <= c6_reg;
+    c8_reg <= c7_reg;
+    // t+1: loop offsets
+    off_dst1_reg <= o_dst + i_dst;
+    off_src1_reg <= o_src + i_src;
+    off_wgt1_reg <= o_wgt + i_wgt;
+    off_dst2_reg <= off_dst1_reg;
+    off_src2_reg <= off_src1_reg;
+    off_wgt2_reg <= off_wgt1_reg;
+    // t+2: indices
+    dst3_reg <= u_dst + off_dst2_reg;
+    src3_reg <= u_src + off_src2_reg;
+    wgt3_reg <= u_wgt + off_wgt2_reg;
+    dst4_reg <= dst3_reg[A-1:0];
+    src4_reg <= src3_reg[A-1:0];
+    dst5_reg <= dst4_reg;
+    src5_reg <= src4_reg;
+    dst6_reg <= dst5_reg;
+    src6_reg <= src5_reg;
+    dst7_reg <= dst6_reg;
+    src7_reg <= src6_reg;
+    dst8_reg <= dst7_reg;
+    // t+7: forwarding selects (the uop at D now will be in w1, w1 in w2)
+    fa8_reg <= fwd_sel(dst7_reg, v8_reg, dst8_reg, w1_valid_reg, w1_addr_reg);
+    fb8_reg <= fwd_sel(src7_reg, v8_reg, dst8_reg, w1_valid_reg, w1_addr_reg);
+    // t+8: the result, kept for forwarding
+    w1_valid_reg <= v8_reg;
+    w1_addr_reg <= dst8_reg;
+    w2_data_reg <= w1_data_reg;
+    if (rst) begin
+        v1_reg <= 1'b0;
+        v2_reg <= 1'b0;
+        v3_reg <= 1'b0;
+        v4_reg <= 1'b0;
+        v5_reg <= 1'b0;
+        v6_reg <= 1'b0;
+        v7_reg <= 1'b0;
+        v8_reg <= 1'b0;
+        w1_valid_reg <= 1'b0;
+    end
+end
+
+// ------------------------------------------------------------ GEMM (t+5 .. t+8)
+wire [ACC_W-1:0] sum;
+
+vta_gemm #(
+    .LOG_BATCH(LOG_BATCH), .LOG_BLOCK(LOG_BLOCK),
+    .LOG_INP_WIDTH(LOG_INP_WIDTH), .LOG_WGT_WIDTH(LOG_WGT_WIDTH), .LOG_ACC_WIDTH(LOG_ACC_WIDTH),
+    .LATENCY(3)
+) gemm (
+    .clk(clk),
+    .in_valid(v5_reg && !c5_alu && !c5_reset),
+    .inp(inp_rdata),
+    .wgt(wgt_rdata),
+    .sum(sum)
+);
+
+// ------------------------------------------------------------ D (t+8)
+wire [ACC_W-1:0] a = (fa8_reg == 2'd1) ? w1_data_reg : (fa8_reg == 2'd2) ? w2_data_reg
+                   : acc_dst_rdata;
+wire [ACC_W-1:0] src = (fb8_reg == 2'd1) ? w1_data_reg : (fb8_reg == 2'd2) ? w2_data_reg
+                     : acc_src_rdata;
+// the ALU sees operands only while an ALU micro-op is at D (else constant)
+wire alu_now = v8_reg && c8_alu;
+wire [ACC_W-1:0] alu_a = alu_now ? a : {ACC_W{1'b0}};
+wire [ACC_W-1:0] alu_b = !alu_now ? {ACC_W{1'b0}}
+                       : c8_imm_on ? {LANES{{(AL-16){c8_imm[15]}}, c8_imm}} : src;
+wire [ACC_W-1:0] alu_r;
+
+vta_alu #(.LANES(LANES)) alu (
+    .op(c8_op),
+    .a(alu_a),
+    .b(alu_b),
+    .r(alu_r)
+);
+
+// (lane-wise expressions from vta_cfg.vh: one evaluation per change in a simulator)
+wire [ACC_W-1:0] result = c8_alu ? alu_r : c8_reset ? {ACC_W{1'b0}} : `VTA_ACC_LANES_ADD(a, sum);
+
+always @(posedge clk) begin
+    if (v8_reg) begin
+        w1_data_reg <= result;
+    end
+end
+
+// ------------------------------------------------------------ writes (t+8)
+assign acc_we = v8_reg;
+assign acc_waddr = dst8_reg;
+assign acc_wdata = result;
+assign out_we = v8_reg && !c8_reset;
+assign out_waddr = dst8_reg;
+
+assign out_wdata = `VTA_ACC_LANES_LOW(result);
+
+assign empty = !(v1_reg || v2_reg || v3_reg || v4_reg || v5_reg || v6_reg || v7_reg
+                 || v8_reg);
+
+// micro-op bits beyond its fields (small configurations) and indices beyond the buffer
+// depths (range-checked before issue) are dropped; the
+// controls' ALU fields are not needed before D
+wire _unused_ok = &{1'b0, uop, dst3_reg, src3_reg, wgt3_reg, c3_reg[CTL_W-2:0],
+                    c5_reg[CTL_W-3:0], c6_reg[CTL_W-1], c6_reg[CTL_W-3:0], 1'b0};
+
+endmodule
+
+`resetall
