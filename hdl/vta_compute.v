@@ -101,6 +101,8 @@ module vta_compute #(
     output wire [31:0]           index,
     output reg                   evt_start,
     output reg                   evt_retire,
+    // one pulse per GEMM/ALU micro-op issued (progress, for a watchdog)
+    output wire                  evt_uop,
     output reg                   finish,
     output wire                  idle,
     output wire                  stall,
@@ -400,6 +402,7 @@ reg [15:0] o_wgt_reg, o_wgt_next, i_wgt_reg, i_wgt_next;
 reg [31:0] nuops_reg, nuops_next;            // micro-ops of this instruction
 reg [31:0] elems_reg;                        // x_size * y_size of a LOAD
 reg        issue;
+assign evt_uop = issue;
 
 // ------------------------------------------------------------ micro-op pipeline
 wire             pipe_empty;

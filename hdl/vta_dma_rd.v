@@ -14,6 +14,11 @@
  * so responses for different clients may interleave; each client must take
  * every beat it asked for without waiting on anything but itself.
  *
+ * Each client has at most 2**LOG_OUTSTANDING bursts in flight, whose
+ * addresses are kept: a read beat with RRESP SLVERR or DECERR is reported on
+ * `bus_err` with the client and the address of its burst (its data still
+ * reaches the client, which the fault then stops).
+ *
  * `halt` (a run stopped on a fault) drops the requests not yet issued and
  * discards the data of bursts already issued; `idle` is high when no burst is
  * pending or owed, so a new run starts on a quiet bus.
@@ -28,12 +33,18 @@ module vta_dma_rd #(
     // log2 of the data-bus width in bits (6..9).
     parameter LOG_BUS_WIDTH = 6,
     // Bits of a request's beat count.
-    parameter BEATS_WIDTH = 40
+    parameter BEATS_WIDTH = 40,
+    // log2 of the bursts each client may have in flight.
+    parameter LOG_OUTSTANDING = 3
 ) (
     input  wire                        clk,
     input  wire                        rst,
     input  wire                        halt,
     output wire                        idle,
+    // a read beat with SLVERR/DECERR (one-cycle pulse; not while halted)
+    output wire                        bus_err,
+    output wire [ID_WIDTH-1:0]         bus_err_client,
+    output wire [ADDR_WIDTH-1:0]       bus_err_addr,
 
     // client requests
     input  wire [N-1:0]                req_valid,
@@ -148,6 +159,17 @@ end
 
 wire ar_load = pick_valid && (!ar_valid_reg || m_axi_arready) && !halt;
 
+// read data after the slice (below); the last beat of a burst frees its in-flight entry
+wire               r_valid;
+wire               r_ready;
+wire [ID_WIDTH-1:0] r_id;
+wire [DW-1:0]      r_data;
+wire               r_err;
+wire               r_last;
+wire r_known = r_id < N;
+wire r_take = r_valid && r_ready && r_known;
+wire [N*ADDR_WIDTH-1:0] inflight_head;   // per client: address of its oldest burst in flight
+
 genvar g;
 generate
     for (g = 0; g < N; g = g + 1) begin : client
@@ -162,6 +184,28 @@ generate
         wire        take = req_valid[g] && req_ready[g]
                            && req_beats[g*BEATS_WIDTH +: BEATS_WIDTH] != {BEATS_WIDTH{1'b0}};
         wire        issued = ar_load && pick == g;
+        // addresses of the bursts in flight (RID order is issue order within a client)
+        reg [ADDR_WIDTH-1:0]      fly_mem [0:(1<<LOG_OUTSTANDING)-1];
+        reg [LOG_OUTSTANDING-1:0] fly_wp_reg, fly_rp_reg;
+        reg [LOG_OUTSTANDING:0]   fly_count_reg;
+        wire        landed = r_take && r_last && r_id == g;
+        always @(posedge clk) begin
+            if (issued) begin
+                fly_mem[fly_wp_reg] <= addr_reg;
+                fly_wp_reg <= fly_wp_reg + 1'b1;
+            end
+            if (landed) begin
+                fly_rp_reg <= fly_rp_reg + 1'b1;
+            end
+            fly_count_reg <= fly_count_reg + {{LOG_OUTSTANDING{1'b0}}, issued}
+                             - {{LOG_OUTSTANDING{1'b0}}, landed};
+            if (rst) begin
+                fly_wp_reg <= {LOG_OUTSTANDING{1'b0}};
+                fly_rp_reg <= {LOG_OUTSTANDING{1'b0}};
+                fly_count_reg <= {(LOG_OUTSTANDING+1){1'b0}};
+            end
+        end
+        assign inflight_head[g*ADDR_WIDTH +: ADDR_WIDTH] = fly_mem[fly_rp_reg];
         always @(posedge clk) begin
             if (take) begin
                 active_reg <= 1'b1;
@@ -186,7 +230,7 @@ generate
             end
         end
         assign sp_active[g] = active_reg;
-        assign sp_ready[g] = active_reg && ready_reg;
+        assign sp_ready[g] = active_reg && ready_reg && !fly_count_reg[LOG_OUTSTANDING];
         assign sp_addr[g*ADDR_WIDTH +: ADDR_WIDTH] = addr_reg;
         assign sp_burst[g*9 +: 9] = burst_reg;
         // 4 KiB pages: the low address bits below a beat are zero (beat-aligned requests)
@@ -195,32 +239,29 @@ generate
 endgenerate
 
 // ---------------------------------------------------------------- read data
-wire               r_valid;
-wire               r_ready;
-wire [ID_WIDTH-1:0] r_id;
-wire [DW-1:0]      r_data;
-
 vta_skid #(
-    .WIDTH(ID_WIDTH + DW)
+    .WIDTH(ID_WIDTH + DW + 2)
 ) r_slice (
     .clk(clk),
     .rst(rst),
     .s_valid(m_axi_rvalid),
     .s_ready(m_axi_rready),
-    .s_data({m_axi_rid, m_axi_rdata}),
+    .s_data({m_axi_rid, m_axi_rdata, m_axi_rresp[1], m_axi_rlast}),
     .m_valid(r_valid),
     .m_ready(r_ready),
-    .m_data({r_id, r_data})
+    .m_data({r_id, r_data, r_err, r_last})
 );
 
 // a beat for an unknown id, or any beat while halted, is dropped
-wire r_known = r_id < N;
 wire [ID_WIDTH-1:0] r_sel = r_known ? r_id : {ID_WIDTH{1'b0}};
 assign r_ready = halt || !r_known || rd_ready[r_sel[CW-1:0]];
-// the master reads every burst to its end and ignores RRESP (a DRAM_RANGE
-// fault is found before any access)
-wire _unused_ok = &{1'b0, m_axi_rresp, m_axi_rlast, r_sel, 1'b0};
+// RRESP[0] tells SLVERR from DECERR; both are errors
+wire _unused_ok = &{1'b0, m_axi_rresp[0], 1'b0};
 assign rd_data = r_data;
+
+assign bus_err = r_take && r_err && !halt;
+assign bus_err_client = r_id;
+assign bus_err_addr = inflight_head[r_sel[CW-1:0]*ADDR_WIDTH +: ADDR_WIDTH];
 
 generate
     for (g = 0; g < N; g = g + 1) begin : route

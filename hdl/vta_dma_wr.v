@@ -11,8 +11,15 @@
  * responses are counted: `idle` is high only when every burst has its B, so
  * the store engine retires an instruction only once its data is in DRAM.
  *
- * `halt` drops the bursts not yet started; a burst already announced on AW
- * is completed with WSTRB = 0, so it changes no memory.
+ * The W channel is driven from registers: a beat, once shown with WVALID,
+ * keeps its data, strobes and WLAST until WREADY, whatever the client does.
+ * At most 2**LOG_OUTSTANDING bursts wait for their response; their addresses
+ * are kept, so a write response other than OKAY (SLVERR, DECERR) is reported
+ * on `bus_err` with the address of its burst (`bus_err_addr`).
+ *
+ * `halt` drops the bursts not yet announced; a burst already announced on AW
+ * is completed (a beat already shown unchanged, the rest with WSTRB = 0), so
+ * every burst on the bus ends with its WLAST and nothing more is written.
  */
 module vta_dma_wr #(
     // AXI address width.
@@ -22,12 +29,17 @@ module vta_dma_wr #(
     // log2 of the data-bus width in bits (6..9).
     parameter LOG_BUS_WIDTH = 6,
     // Bits of a request's beat count.
-    parameter BEATS_WIDTH = 40
+    parameter BEATS_WIDTH = 40,
+    // log2 of the bursts that may wait for their write response.
+    parameter LOG_OUTSTANDING = 3
 ) (
     input  wire                        clk,
     input  wire                        rst,
     input  wire                        halt,
     output wire                        idle,
+    // a write response with SLVERR/DECERR (one-cycle pulse; not while halted)
+    output wire                        bus_err,
+    output wire [ADDR_WIDTH-1:0]       bus_err_addr,
 
     input  wire                        req_valid,
     output wire                        req_ready,
@@ -77,13 +89,21 @@ reg [BEATS_WIDTH-1:0] rem_reg, rem_next;
 reg                   aw_valid_reg, aw_valid_next;
 reg [ADDR_WIDTH-1:0]  aw_addr_reg, aw_addr_next;
 reg [7:0]             aw_len_reg, aw_len_next;
-// beats owed on W for the announced burst
+// beats of the announced burst not yet loaded into the W register
 reg [8:0]             w_rem_reg, w_rem_next;
-// bursts waiting for their response
-reg [15:0]            b_owed_reg, b_owed_next;
+// the W register
+reg                   w_valid_reg, w_valid_next;
+reg [(1<<LOG_BUS_WIDTH)-1:0] w_data_reg, w_data_next;
+reg [SW-1:0]          w_strb_reg, w_strb_next;
+reg                   w_last_reg, w_last_next;
+// bursts waiting for their response, and their addresses (oldest at b_rp_reg)
+reg [LOG_OUTSTANDING:0]   b_owed_reg, b_owed_next;
+reg [ADDR_WIDTH-1:0]      b_addr [0:(1<<LOG_OUTSTANDING)-1];
+reg [LOG_OUTSTANDING-1:0] b_wp_reg, b_rp_reg;
 
 assign req_ready = !active_reg && !halt;
-assign idle = !active_reg && !aw_valid_reg && w_rem_reg == 9'd0 && b_owed_reg == 16'd0;
+assign idle = !active_reg && !aw_valid_reg && w_rem_reg == 9'd0 && !w_valid_reg
+              && b_owed_reg == {(LOG_OUTSTANDING+1){1'b0}};
 
 assign m_axi_awid = {ID_WIDTH{1'b0}};
 assign m_axi_awaddr = aw_addr_reg;
@@ -95,15 +115,23 @@ assign m_axi_awcache = 4'b0011;
 assign m_axi_awprot = 3'b000;
 assign m_axi_awvalid = aw_valid_reg;
 
-wire w_owed = w_rem_reg != 9'd0;
-assign m_axi_wvalid = w_owed && (halt || wr_valid);
-assign m_axi_wdata = wr_data;
-assign m_axi_wstrb = halt ? {SW{1'b0}} : wr_strb;
-assign m_axi_wlast = w_rem_reg == 9'd1;
-assign wr_ready = w_owed && !halt && m_axi_wready;
+assign m_axi_wvalid = w_valid_reg;
+assign m_axi_wdata = w_data_reg;
+assign m_axi_wstrb = w_strb_reg;
+assign m_axi_wlast = w_last_reg;
 assign m_axi_bready = 1'b1;
-// one write ID; BRESP is not checked (a DRAM_RANGE fault is found before any access)
-wire _unused_ok = &{1'b0, m_axi_bid, m_axi_bresp, 1'b0};
+
+// a beat of the announced burst may enter the W register: from the client,
+// or (halted) an empty one
+wire w_owed = w_rem_reg != 9'd0;
+wire w_load = w_owed && (!w_valid_reg || m_axi_wready) && (halt || wr_valid);
+assign wr_ready = w_owed && !halt && (!w_valid_reg || m_axi_wready);
+
+// one write ID, so responses come in burst order
+wire b_take = m_axi_bvalid && b_owed_reg != {(LOG_OUTSTANDING+1){1'b0}};
+assign bus_err = b_take && m_axi_bresp[1] && !halt;
+assign bus_err_addr = b_addr[b_rp_reg];
+wire _unused_ok = &{1'b0, m_axi_bid, m_axi_bresp[0], 1'b0};
 
 wire [12:0] to_page = PAGE_BEATS[12:0] - {1'b0, addr_reg[11:0] >> LOG_BUS_BYTES};
 reg  [12:0] burst;
@@ -117,7 +145,8 @@ always @* begin
     end
 end
 
-wire aw_load = active_reg && !halt && !w_owed && (!aw_valid_reg || m_axi_awready);
+wire b_room = b_owed_reg < (1 << LOG_OUTSTANDING);
+wire aw_load = active_reg && !halt && !w_owed && b_room && (!aw_valid_reg || m_axi_awready);
 
 always @* begin
     active_next = active_reg;
@@ -127,7 +156,10 @@ always @* begin
     aw_addr_next = aw_addr_reg;
     aw_len_next = aw_len_reg;
     w_rem_next = w_rem_reg;
-    b_owed_next = b_owed_reg;
+    w_valid_next = w_valid_reg;
+    w_data_next = w_data_reg;
+    w_strb_next = w_strb_reg;
+    w_last_next = w_last_reg;
 
     if (m_axi_awready) begin
         aw_valid_next = 1'b0;
@@ -137,7 +169,14 @@ always @* begin
         addr_next = req_addr;
         rem_next = req_beats;
     end
-    if (m_axi_wvalid && m_axi_wready) begin
+    if (m_axi_wready) begin
+        w_valid_next = 1'b0;
+    end
+    if (w_load) begin
+        w_valid_next = 1'b1;
+        w_data_next = halt ? {(1<<LOG_BUS_WIDTH){1'b0}} : wr_data;
+        w_strb_next = halt ? {SW{1'b0}} : wr_strb;
+        w_last_next = w_rem_reg == 9'd1;
         w_rem_next = w_rem_reg - 9'd1;
     end
     if (aw_load) begin
@@ -151,9 +190,16 @@ always @* begin
             active_next = 1'b0;
         end
     end
-    b_owed_next = b_owed_reg + {15'd0, aw_load} - {15'd0, m_axi_bvalid};
+    b_owed_next = b_owed_reg + {{LOG_OUTSTANDING{1'b0}}, aw_load}
+                  - {{LOG_OUTSTANDING{1'b0}}, b_take};
     if (halt) begin
         active_next = 1'b0;
+    end
+end
+
+always @(posedge clk) begin
+    if (aw_load) begin
+        b_addr[b_wp_reg] <= addr_reg;
     end
 end
 
@@ -165,12 +211,25 @@ always @(posedge clk) begin
     aw_addr_reg <= aw_addr_next;
     aw_len_reg <= aw_len_next;
     w_rem_reg <= w_rem_next;
+    w_valid_reg <= w_valid_next;
+    w_data_reg <= w_data_next;
+    w_strb_reg <= w_strb_next;
+    w_last_reg <= w_last_next;
     b_owed_reg <= b_owed_next;
+    if (aw_load) begin
+        b_wp_reg <= b_wp_reg + 1'b1;
+    end
+    if (b_take) begin
+        b_rp_reg <= b_rp_reg + 1'b1;
+    end
     if (rst) begin
         active_reg <= 1'b0;
         aw_valid_reg <= 1'b0;
         w_rem_reg <= 9'd0;
-        b_owed_reg <= 16'd0;
+        w_valid_reg <= 1'b0;
+        b_owed_reg <= {(LOG_OUTSTANDING+1){1'b0}};
+        b_wp_reg <= {LOG_OUTSTANDING{1'b0}};
+        b_rp_reg <= {LOG_OUTSTANDING{1'b0}};
     end
 end
 

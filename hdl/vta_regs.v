@@ -14,7 +14,9 @@
  * stopped on a fault can finish its bus transactions first.  While the run
  * goes, the first fault reported on err_* wins: ERROR with module, code and
  * ERR_INDEX; else `run_done` gives DONE.  `halt` (ERROR, or a START not yet
- * started) stops the engines; irq is DONE | ERROR.  CTRL.CLEAR clears DONE, ERROR and ERR_*.
+ * started) stops the engines; irq is DONE | ERROR.  CTRL.CLEAR clears DONE,
+ * ERROR and ERR_*; the engines stay stopped (`halt`) until the DMA is quiet,
+ * so no beat still owed to a stopped run can reach the next one.
  *
  * Counters (64 bits each) add their cnt_inc lane every cycle of a run.
  * Unmapped and write-only registers read as 0; writes to read-only
@@ -72,6 +74,7 @@ module vta_regs #(
     input  wire [3:0]  err_module,
     input  wire [7:0]  err_code,
     input  wire [31:0] err_index,
+    input  wire [63:0] err_addr,
 
     // live status
     input  wire [31:0] tokens,
@@ -90,6 +93,7 @@ reg        error_reg, error_next;
 reg [3:0]  emod_reg, emod_next;
 reg [7:0]  ecode_reg, ecode_next;
 reg [31:0] eindex_reg, eindex_next;
+reg [63:0] eaddr_reg, eaddr_next;
 reg [63:0] insn_addr_reg, insn_addr_next;
 reg [31:0] insn_count_reg, insn_count_next;
 reg        clear_cnt;
@@ -120,8 +124,9 @@ assign insn_addr = insn_addr_reg;
 assign insn_count = insn_count_reg;
 assign start = busy_reg && pending_reg && start_ok;
 assign run = busy_reg && !pending_reg;
-// engines stay stopped until the run really starts (the DMA may still drain)
-assign halt = error_reg || (pending_reg && !start_ok);
+// engines stay stopped after a fault, and until the run really starts: while
+// the DMA still drains a stopped run, START waits (pending) and so does CLEAR
+assign halt = error_reg || (!start_ok && (pending_reg || !busy_reg));
 assign irq = done_reg || error_reg;
 
 wire [31:0] status = {16'd0, ecode_reg, emod_reg, 1'b0, error_reg, done_reg, busy_reg};
@@ -142,6 +147,8 @@ always @* begin
     case (ra)
         `VTA_REG_STATUS:       rmux = status;
         `VTA_REG_ERR_INDEX:    rmux = eindex_reg;
+        `VTA_REG_ERR_ADDR:     rmux = eaddr_reg[31:0];
+        `VTA_REG_ERR_ADDR_HI:  rmux = eaddr_reg[63:32];
         `VTA_REG_INSN_ADDR:    rmux = insn_addr_reg[31:0];
         `VTA_REG_INSN_ADDR_HI: rmux = insn_addr_reg[63:32];
         `VTA_REG_INSN_COUNT:   rmux = insn_count_reg;
@@ -185,6 +192,7 @@ always @* begin
     emod_next = emod_reg;
     ecode_next = ecode_reg;
     eindex_next = eindex_reg;
+    eaddr_next = eaddr_reg;
     insn_addr_next = insn_addr_reg;
     insn_count_next = insn_count_reg;
     bvalid_next = bvalid_reg && !s_axil_bready;
@@ -204,6 +212,7 @@ always @* begin
             emod_next = err_module;
             ecode_next = err_code;
             eindex_next = err_index;
+            eaddr_next = err_addr;
         end else if (run_done) begin
             busy_next = 1'b0;
             done_next = 1'b1;
@@ -224,6 +233,7 @@ always @* begin
                     emod_next = 4'd0;
                     ecode_next = 8'd0;
                     eindex_next = 32'd0;
+                    eaddr_next = 64'd0;
                 end
                 if (s_axil_wstrb[0] && s_axil_wdata[0] && !busy_reg) begin
                     busy_next = 1'b1;
@@ -233,6 +243,7 @@ always @* begin
                     emod_next = 4'd0;
                     ecode_next = 8'd0;
                     eindex_next = 32'd0;
+                    eaddr_next = 64'd0;
                     clear_cnt = 1'b1;
                 end
             end
@@ -270,6 +281,7 @@ always @(posedge clk) begin
     emod_reg <= emod_next;
     ecode_reg <= ecode_next;
     eindex_reg <= eindex_next;
+    eaddr_reg <= eaddr_next;
     insn_addr_reg <= insn_addr_next;
     insn_count_reg <= insn_count_next;
     bvalid_reg <= bvalid_next;
@@ -287,6 +299,7 @@ always @(posedge clk) begin
         emod_reg <= 4'd0;
         ecode_reg <= 8'd0;
         eindex_reg <= 32'd0;
+        eaddr_reg <= 64'd0;
         insn_addr_reg <= 64'd0;
         insn_count_reg <= 32'd0;
         bvalid_reg <= 1'b0;

@@ -27,7 +27,10 @@
  * without FINISH is NO_FINISH.  DEADLOCK when, for a few cycles in a row,
  * every engine either waits on an empty token queue or has nothing to do, at
  * least one waits, and fetch can dispatch nothing more.  The first fault
- * (fetch, load, compute, store priority within a cycle) stops the run.
+ * (fetch, load, compute, store priority within a cycle) stops the run.  A
+ * DRAM error response (SLVERR/DECERR) is BUS_ERROR of the engine whose stream
+ * it answered (fetch: ERR_INDEX is the first instruction of the failing
+ * burst; the others: their current instruction), ERR_ADDR the burst address.
  *
  * MEM_SIZE is the device-memory size behind the master: an access beyond it
  * is a DRAM_RANGE fault (the golden model's memory size).
@@ -130,6 +133,7 @@ module vta_top #(
     output wire        evt_compute_start,
     output wire        evt_compute_retire,
     output wire [31:0] evt_compute_index,
+    output wire        evt_compute_uop,
     output wire        evt_store_start,
     output wire        evt_store_retire,
     output wire [31:0] evt_store_index
@@ -199,6 +203,7 @@ reg         err_valid;
 reg  [3:0]  err_module;
 reg  [7:0]  err_code;
 reg  [31:0] err_index;
+reg  [63:0] err_addr;
 wire [31:0] tokens;
 wire [31:0] fetch_index;
 reg  [NCNT*32-1:0] cnt_inc;
@@ -223,7 +228,7 @@ vta_regs #(
     .insn_addr(insn_addr), .insn_count(insn_count),
     .start(start), .run(run), .halt(halt), .start_ok(start_ok), .run_done(run_done),
     .err_valid(err_valid), .err_module(err_module), .err_code(err_code), .err_index(err_index),
-    .tokens(tokens), .fetch_index(fetch_index), .cnt_inc(cnt_inc),
+    .err_addr(err_addr), .tokens(tokens), .fetch_index(fetch_index), .cnt_inc(cnt_inc),
     .irq(irq)
 );
 
@@ -236,12 +241,16 @@ wire [NRD-1:0]             rd_valid;
 wire [NRD-1:0]             rd_ready;
 wire [DW-1:0]              rd_data;
 wire                       rd_idle;
+wire                       rd_bus_err;
+wire [ID_WIDTH-1:0]        rd_bus_err_client;
+wire [ADDR_WIDTH-1:0]      rd_bus_err_addr;
 
 vta_dma_rd #(
     .N(NRD), .ADDR_WIDTH(ADDR_WIDTH), .ID_WIDTH(ID_WIDTH),
     .LOG_BUS_WIDTH(LOG_BUS_WIDTH), .BEATS_WIDTH(BEATS_WIDTH)
 ) dma_rd (
     .clk(clk), .rst(rst), .halt(halt), .idle(rd_idle),
+    .bus_err(rd_bus_err), .bus_err_client(rd_bus_err_client), .bus_err_addr(rd_bus_err_addr),
     .req_valid(rd_req_valid), .req_ready(rd_req_ready),
     .req_addr(rd_req_addr), .req_beats(rd_req_beats),
     .rd_valid(rd_valid), .rd_ready(rd_ready), .rd_data(rd_data),
@@ -262,12 +271,15 @@ wire                   wr_ready;
 wire [DW-1:0]          wr_data;
 wire [DW/8-1:0]        wr_strb;
 wire                   wr_idle;
+wire                   wr_bus_err;
+wire [ADDR_WIDTH-1:0]  wr_bus_err_addr;
 
 vta_dma_wr #(
     .ADDR_WIDTH(ADDR_WIDTH), .ID_WIDTH(ID_WIDTH),
     .LOG_BUS_WIDTH(LOG_BUS_WIDTH), .BEATS_WIDTH(BEATS_WIDTH)
 ) dma_wr (
     .clk(clk), .rst(rst), .halt(halt), .idle(wr_idle),
+    .bus_err(wr_bus_err), .bus_err_addr(wr_bus_err_addr),
     .req_valid(wr_req_valid), .req_ready(wr_req_ready),
     .req_addr(wr_req_addr), .req_beats(wr_req_beats),
     .wr_valid(wr_valid), .wr_ready(wr_ready), .wr_data(wr_data), .wr_strb(wr_strb),
@@ -444,7 +456,7 @@ vta_compute #(
     .wgt_re(wgt_re), .wgt_raddr(wgt_raddr), .wgt_rdata(wgt_rdata),
     .out_we(out_we), .out_waddr(out_waddr), .out_wdata(out_wdata),
     .err(c_err), .err_code(c_err_code), .index(c_index),
-    .evt_start(c_start), .evt_retire(c_retire), .finish(c_finish),
+    .evt_start(c_start), .evt_retire(c_retire), .evt_uop(evt_compute_uop), .finish(c_finish),
     .idle(c_idle), .stall(c_stall), .busy(c_busy),
     .uop_bytes(c_uop_bytes), .acc_bytes(c_acc_bytes), .acc8_bytes(c_acc8_bytes),
     .gemm_uops(c_gemm_uops), .alu_uops(c_alu_uops)
@@ -495,6 +507,17 @@ wire s_free = s_idle && stq_count == {QW{1'b0}};
 wire drained = f_done && l_free && c_free && s_free;
 assign run_done = drained && finish_seen_reg;
 
+// bus errors: read client -> engine (fetch 0, load 1-2, compute 3-5, as wired above)
+// (zero-extended to 64 bits through a wider concatenation: ADDR_WIDTH may be 64)
+wire [63+ADDR_WIDTH:0] rd_err_wide = {64'd0, rd_bus_err_addr};
+wire [63+ADDR_WIDTH:0] wr_err_wide = {64'd0, wr_bus_err_addr};
+wire [63:0] rd_err_addr64 = rd_err_wide[63:0];
+wire [63:0] wr_err_addr64 = wr_err_wide[63:0];
+wire [63:0] insn_base = {insn_addr[63:4], 4'd0};
+wire [63:0] fetch_err_off = (rd_err_addr64 > insn_base) ? rd_err_addr64 - insn_base : 64'd0;
+wire _unused_err = &{1'b0, rd_err_wide[63+ADDR_WIDTH:64], wr_err_wide[63+ADDR_WIDTH:64],
+                     fetch_err_off[63:36], fetch_err_off[3:0], 1'b0};
+
 wire dead_now = f_quiet && (l_stall || l_free) && (c_stall || c_free) && (s_stall || s_free)
                 && (l_stall || c_stall || s_stall);
 
@@ -503,6 +526,7 @@ always @* begin
     err_module = `VTA_MOD_NONE;
     err_code = `VTA_ERR_NONE;
     err_index = 32'd0;
+    err_addr = 64'd0;
     if (f_err) begin
         err_module = `VTA_MOD_FETCH;
         err_code = f_err_code;
@@ -519,6 +543,24 @@ always @* begin
         err_module = `VTA_MOD_STORE;
         err_code = s_err_code;
         err_index = s_index;
+    end else if (rd_bus_err) begin
+        err_code = `VTA_ERR_BUS_ERROR;
+        err_addr = rd_err_addr64;
+        if (rd_bus_err_client == {ID_WIDTH{1'b0}}) begin
+            err_module = `VTA_MOD_FETCH;
+            err_index = fetch_err_off[35:4];
+        end else if (rd_bus_err_client < 3) begin
+            err_module = `VTA_MOD_LOAD;
+            err_index = l_index;
+        end else begin
+            err_module = `VTA_MOD_COMPUTE;
+            err_index = c_index;
+        end
+    end else if (wr_bus_err) begin
+        err_module = `VTA_MOD_STORE;
+        err_code = `VTA_ERR_BUS_ERROR;
+        err_index = s_index;
+        err_addr = wr_err_addr64;
     end else if (dead_cnt_reg == 3'd7) begin
         err_code = `VTA_ERR_DEADLOCK;
         if (l_stall) begin

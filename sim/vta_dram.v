@@ -21,9 +21,17 @@
  *    +DRAM_RLAT=, +DRAM_WLAT=, +DRAM_STALL=, +DRAM_SEED= plusargs override the
  *    parameters at run time, so one build serves every latency setting.
  *  - Addresses at or beyond 2**LOG_MEM_BYTES answer DECERR; reads return 0 and
- *    writes are dropped.  A burst that crosses a 4 KiB boundary, a WLAST that
- *    disagrees with AWLEN, and a non-INCR burst each add one to
- *    protocol_errors (and print a message naming this instance).
+ *    writes are dropped.  +DRAM_ERR_ADDR= / +DRAM_ERR_BYTES= name a window of
+ *    beats that answer SLVERR the same way (fault injection).
+ *  - Outstanding requests: at most +DRAM_OUTSTANDING= (1..FIFO_DEPTH, default
+ *    FIFO_DEPTH) AR and AW requests each are accepted at a time.
+ *  - Response order: read bursts are answered in request order per ARID; with
+ *    +DRAM_REORDER=1, bursts of different ARIDs whose latency has passed are
+ *    answered in random order (legal AXI4: the master must steer by RID).
+ *  - Protocol checks (each adds one to protocol_errors and prints a message
+ *    naming this instance): a burst that crosses a 4 KiB boundary, a non-INCR
+ *    burst, an AxSIZE wider than the bus, a WLAST that disagrees with AWLEN;
+ *    on AR, AW and W, VALID dropped or the payload changed before READY.
  *  - Memory never written reads as zero on both simulators (Icarus X bytes are
  *    turned into zeros on the way out).
  *
@@ -37,6 +45,7 @@
  *   bd_op 3: $fread (file -> memory; raw bytes, each word most significant
  *            byte first): no text to parse, the fastest host write
  * Words are DATA_WIDTH bits, byte 0 of a word in bits [7:0] (little-endian).
+ * `busy` is high while a request is accepted and not yet answered.
  */
 module vta_dram #(
     // AXI data width in bits (64..512)
@@ -99,6 +108,7 @@ module vta_dram #(
     output reg  [7:0]              bd_ack,
 
     // statistics and checks
+    output wire                    busy,
     output reg  [31:0]             protocol_errors,
     output reg  [63:0]             read_beats,
     output reg  [63:0]             write_beats
@@ -124,21 +134,31 @@ end
 reg [DATA_WIDTH-1:0] mem [0:WORDS-1];
 
 // run-time settings (plusargs override the parameters)
-integer rlat, wlat, stall;
+integer rlat, wlat, stall, outstanding, reorder;
 reg [31:0] seed;
+reg [63:0] err_lo, err_bytes;
 reg [8*512-1:0] bd_file;
 initial begin
     rlat = READ_LATENCY;
     wlat = WRITE_LATENCY;
     stall = STALL;
     seed = SEED;
+    outstanding = FIFO_DEPTH;
+    reorder = 0;
+    err_lo = 0;
+    err_bytes = 0;
     bd_file = "vta_dram_backdoor.hex";
     if ($value$plusargs("DRAM_RLAT=%d", rlat)) ;
     if ($value$plusargs("DRAM_WLAT=%d", wlat)) ;
     if ($value$plusargs("DRAM_STALL=%d", stall)) ;
     if ($value$plusargs("DRAM_SEED=%d", seed)) ;
+    if ($value$plusargs("DRAM_OUTSTANDING=%d", outstanding)) ;
+    if ($value$plusargs("DRAM_REORDER=%d", reorder)) ;
+    if ($value$plusargs("DRAM_ERR_ADDR=%d", err_lo)) ;
+    if ($value$plusargs("DRAM_ERR_BYTES=%d", err_bytes)) ;
     if ($value$plusargs("DRAM_BD_FILE=%s", bd_file)) ;
     if (seed == 0) seed = 1;
+    if (outstanding < 1 || outstanding > FIFO_DEPTH) outstanding = FIFO_DEPTH;
     rnd = seed;
 end
 
@@ -176,16 +196,17 @@ function [DATA_WIDTH-1:0] clean(input [DATA_WIDTH-1:0] w);
 endfunction
 
 // ------------------------------------------------------------------ read side
+// accepted read requests: slots, each with its arrival number (per-ID order)
+reg                  ar_v    [0:FIFO_DEPTH-1];
 reg [ID_WIDTH-1:0]   ar_id   [0:FIFO_DEPTH-1];
 reg [ADDR_WIDTH-1:0] ar_addr [0:FIFO_DEPTH-1];
 reg [7:0]            ar_len  [0:FIFO_DEPTH-1];
 reg [2:0]            ar_size [0:FIFO_DEPTH-1];
 reg [63:0]           ar_time [0:FIFO_DEPTH-1];
-reg [FIFO_AW:0] ar_wr, ar_rd;
-wire [FIFO_AW:0] ar_used = ar_wr - ar_rd;
-wire ar_full = ar_used == FIFO_DEPTH;
-wire ar_empty = ar_wr == ar_rd;
-assign s_axi_arready = !rst && !ar_full && !stall_ar;
+reg [63:0]           ar_seq  [0:FIFO_DEPTH-1];
+reg [63:0]           ar_count;
+integer ar_used, ar_delta;
+assign s_axi_arready = !rst && ar_used < outstanding && !stall_ar;
 
 reg                  r_active;
 reg [ID_WIDTH-1:0]   r_id;
@@ -200,7 +221,7 @@ reg [7:0]            aw_len  [0:FIFO_DEPTH-1];
 reg [2:0]            aw_size [0:FIFO_DEPTH-1];
 reg [FIFO_AW:0] aw_wr, aw_rd;
 wire [FIFO_AW:0] aw_used = aw_wr - aw_rd;
-wire aw_full = aw_used == FIFO_DEPTH;
+wire aw_full = aw_used >= outstanding;
 wire aw_empty = aw_wr == aw_rd;
 assign s_axi_awready = !rst && !aw_full && !stall_aw;
 
@@ -223,6 +244,20 @@ function in_range(input [ADDR_WIDTH-1:0] a);
     in_range = (a >> LOG_MEM_BYTES) == 0;
 endfunction
 
+// the response of a beat at address a: OKAY, SLVERR (error window), DECERR (beyond memory)
+function [1:0] beat_resp(input [ADDR_WIDTH-1:0] a);
+    reg [63:0] a64;
+    begin
+        a64 = a;
+        if (!in_range(a))
+            beat_resp = 2'b11;
+        else if (a64 >= err_lo && a64 - err_lo < err_bytes)
+            beat_resp = 2'b10;
+        else
+            beat_resp = 2'b00;
+    end
+endfunction
+
 function crosses_4k(input [ADDR_WIDTH-1:0] a, input [7:0] len, input [2:0] size);
     reg [ADDR_WIDTH+12:0] last;
     begin
@@ -231,23 +266,70 @@ function crosses_4k(input [ADDR_WIDTH-1:0] a, input [7:0] len, input [2:0] size)
     end
 endfunction
 
-integer i, bd_fd, bd_n;
-reg r_next, w_next;
+// a transaction accepted and not yet answered (or a W beat owed)
+assign busy = ar_used != 0 || r_active || s_axi_rvalid || !aw_empty || w_active || !b_empty
+              || s_axi_bvalid;
+
+integer i, j, k, bd_fd, bd_n, pick, npick;
+reg r_next, w_next, older;
 reg [DATA_WIDTH-1:0] word;
 reg [ADDR_WIDTH-1:0] widx;
+
+// protocol: the master's payload on AR, AW, W while VALID waits for READY
+reg        ar_wait, aw_wait, w_wait;
+reg [ID_WIDTH+ADDR_WIDTH+13-1:0] ar_held, aw_held;
+reg [DATA_WIDTH+DATA_WIDTH/8:0]  w_held;
+wire [ID_WIDTH+ADDR_WIDTH+13-1:0] ar_now = {s_axi_arid, s_axi_araddr, s_axi_arlen, s_axi_arsize,
+                                            s_axi_arburst};
+wire [ID_WIDTH+ADDR_WIDTH+13-1:0] aw_now = {s_axi_awid, s_axi_awaddr, s_axi_awlen, s_axi_awsize,
+                                            s_axi_awburst};
+wire [DATA_WIDTH+DATA_WIDTH/8:0]  w_now = {s_axi_wdata, s_axi_wstrb, s_axi_wlast};
+
+task stable(input waiting, input valid, input same, input [8*2-1:0] name);
+    begin
+        if (waiting && !valid) begin
+            protocol_errors <= protocol_errors + 1;
+            $display("%m: %0sVALID dropped before %0sREADY (cycle %0d)", name, name, cycle);
+        end else if (waiting && !same) begin
+            protocol_errors <= protocol_errors + 1;
+            $display("%m: %0s payload changed while %0sVALID waited for %0sREADY (cycle %0d)",
+                     name, name, name, cycle);
+        end
+    end
+endtask
 
 always @(posedge clk) begin
     cycle <= cycle + 1;
     rnd <= xorshift(rnd);
 
-    // AR accept
+    // VALID and payload stay until READY
+    if (!rst) begin
+        stable(ar_wait, s_axi_arvalid, ar_now === ar_held, "AR");
+        stable(aw_wait, s_axi_awvalid, aw_now === aw_held, "AW");
+        stable(w_wait, s_axi_wvalid, w_now === w_held, "W");
+    end
+    ar_wait <= s_axi_arvalid && !s_axi_arready;
+    aw_wait <= s_axi_awvalid && !s_axi_awready;
+    w_wait <= s_axi_wvalid && !s_axi_wready;
+    ar_held <= ar_now;
+    aw_held <= aw_now;
+    w_held <= w_now;
+
+    // AR accept (into the lowest free slot)
+    ar_delta = 0;
     if (s_axi_arvalid && s_axi_arready) begin
-        ar_id[ar_wr[FIFO_AW-1:0]] <= s_axi_arid;
-        ar_addr[ar_wr[FIFO_AW-1:0]] <= s_axi_araddr;
-        ar_len[ar_wr[FIFO_AW-1:0]] <= s_axi_arlen;
-        ar_size[ar_wr[FIFO_AW-1:0]] <= s_axi_arsize;
-        ar_time[ar_wr[FIFO_AW-1:0]] <= cycle;
-        ar_wr <= ar_wr + 1;
+        k = -1;
+        for (i = FIFO_DEPTH - 1; i >= 0; i = i - 1)
+            if (!ar_v[i]) k = i;
+        ar_v[k] <= 1'b1;
+        ar_id[k] <= s_axi_arid;
+        ar_addr[k] <= s_axi_araddr;
+        ar_len[k] <= s_axi_arlen;
+        ar_size[k] <= s_axi_arsize;
+        ar_time[k] <= cycle;
+        ar_seq[k] <= ar_count;
+        ar_count <= ar_count + 1;
+        ar_delta = ar_delta + 1;
         if (s_axi_arburst != 2'b01 || s_axi_arsize > WORD_SHIFT
                 || crosses_4k(s_axi_araddr, s_axi_arlen, s_axi_arsize)) begin
             protocol_errors <= protocol_errors + 1;
@@ -269,13 +351,11 @@ always @(posedge clk) begin
             s_axi_rvalid <= 1'b1;
             s_axi_rid <= r_id;
             s_axi_rlast <= r_left == 0;
-            if (in_range(r_addr)) begin
+            s_axi_rresp <= beat_resp(r_addr);
+            if (beat_resp(r_addr) == 2'b00)
                 s_axi_rdata <= clean(mem[widx[LOG_MEM_BYTES-WORD_SHIFT-1:0]]);
-                s_axi_rresp <= 2'b00;
-            end else begin
+            else
                 s_axi_rdata <= {DATA_WIDTH{1'b0}};
-                s_axi_rresp <= 2'b11;
-            end
             r_addr <= r_addr + (1 << r_size);
             r_left <= r_left - 1;
             if (r_left == 0) begin
@@ -284,13 +364,34 @@ always @(posedge clk) begin
             end
         end
     end
-    if (r_next && !ar_empty && cycle >= ar_time[ar_rd[FIFO_AW-1:0]] + rlat) begin
-        r_active <= 1'b1;
-        r_id <= ar_id[ar_rd[FIFO_AW-1:0]];
-        r_addr <= ar_addr[ar_rd[FIFO_AW-1:0]];
-        r_left <= ar_len[ar_rd[FIFO_AW-1:0]];
-        r_size <= ar_size[ar_rd[FIFO_AW-1:0]];
-        ar_rd <= ar_rd + 1;
+    if (r_next && ar_used != 0) begin
+        // the next burst: the oldest of its ARID, latency passed; the oldest such
+        // (or, reordering, a random one)
+        pick = -1;
+        npick = 0;
+        for (i = 0; i < FIFO_DEPTH; i = i + 1) begin
+            older = 1'b0;
+            for (j = 0; j < FIFO_DEPTH; j = j + 1)
+                if (ar_v[j] && j != i && ar_id[j] == ar_id[i] && ar_seq[j] < ar_seq[i])
+                    older = 1'b1;
+            if (ar_v[i] && !older && cycle >= ar_time[i] + rlat) begin
+                if (reorder != 0) begin
+                    npick = npick + 1;
+                    if (pick < 0 || (rnd >> (i % 29)) % npick == 0) pick = i;
+                end else if (pick < 0 || ar_seq[i] < ar_seq[pick]) begin
+                    pick = i;
+                end
+            end
+        end
+        if (pick >= 0) begin
+            r_active <= 1'b1;
+            r_id <= ar_id[pick];
+            r_addr <= ar_addr[pick];
+            r_left <= ar_len[pick];
+            r_size <= ar_size[pick];
+            ar_v[pick] <= 1'b0;
+            ar_delta = ar_delta - 1;
+        end
     end
 
     // AW accept
@@ -314,7 +415,7 @@ always @(posedge clk) begin
     if (w_active && s_axi_wvalid && s_axi_wready) begin
         write_beats <= write_beats + 1;
         widx = w_addr >> WORD_SHIFT;
-        if (in_range(w_addr)) begin
+        if (beat_resp(w_addr) == 2'b00) begin
             word = mem[widx[LOG_MEM_BYTES-WORD_SHIFT-1:0]];
             for (i = 0; i < STRB_WIDTH; i = i + 1)
                 if (s_axi_wstrb[i])
@@ -332,11 +433,12 @@ always @(posedge clk) begin
             w_active <= 1'b0;
             w_next = 1'b1;
             b_id[b_wr[FIFO_AW-1:0]] <= w_id;
-            b_resp[b_wr[FIFO_AW-1:0]] <= in_range(w_addr) ? w_resp : 2'b11;
+            b_resp[b_wr[FIFO_AW-1:0]] <= (beat_resp(w_addr) > w_resp) ? beat_resp(w_addr)
+                                                                          : w_resp;
             b_time[b_wr[FIFO_AW-1:0]] <= cycle;
             b_wr <= b_wr + 1;
-        end else if (!in_range(w_addr)) begin
-            w_resp <= 2'b11;
+        end else if (beat_resp(w_addr) > w_resp) begin
+            w_resp <= beat_resp(w_addr);
         end
     end
     if (w_next && !aw_empty && b_used < FIFO_DEPTH - 1) begin
@@ -360,6 +462,8 @@ always @(posedge clk) begin
         end
     end
 
+    ar_used <= ar_used + ar_delta;
+
     // backdoor
     if (bd_req != bd_ack) begin
         if (bd_op == 2'd1) begin
@@ -375,8 +479,12 @@ always @(posedge clk) begin
     end
 
     if (rst) begin
-        ar_wr <= 0;
-        ar_rd <= 0;
+        for (i = 0; i < FIFO_DEPTH; i = i + 1)
+            ar_v[i] <= 1'b0;
+        ar_used <= 0;
+        ar_wait <= 1'b0;
+        aw_wait <= 1'b0;
+        w_wait <= 1'b0;
         aw_wr <= 0;
         aw_rd <= 0;
         b_wr <= 0;
@@ -394,8 +502,13 @@ end
 initial begin
     cycle = 0;
     bd_ack = 0;
-    ar_wr = 0;
-    ar_rd = 0;
+    for (i = 0; i < FIFO_DEPTH; i = i + 1)
+        ar_v[i] = 1'b0;
+    ar_used = 0;
+    ar_count = 0;
+    ar_wait = 0;
+    aw_wait = 0;
+    w_wait = 0;
     aw_wr = 0;
     aw_rd = 0;
     b_wr = 0;

@@ -246,7 +246,8 @@ class Harness:
         await ReadOnly()
         await RisingEdge(self.clk)
         reply = {"done": done, "cycles": cycles, "seconds": time.perf_counter() - t0,
-                 "protocol_errors": int(dut.dram_protocol_errors.value)}
+                 "protocol_errors": int(dut.dram_protocol_errors.value),
+                 "dram_busy": bool(dut.dram_busy.value)}
         if not done:
             reply["report"] = await self.report()
         return reply
@@ -302,6 +303,7 @@ class Harness:
     def info(self) -> dict:
         dut = self.dut
         return {"cycle": int(dut.cycle.value),
+                "dram_busy": bool(dut.dram_busy.value),
                 "dram_protocol_errors": int(dut.dram_protocol_errors.value),
                 "dram_read_beats": int(dut.dram_read_beats.value),
                 "dram_write_beats": int(dut.dram_write_beats.value),

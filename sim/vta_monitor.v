@@ -8,7 +8,8 @@
  * testbenches sim/vta_tb.v and sim/aws/vta_aws_tb.v.
  *
  *  - watchdog: idle_cycles counts cycles without any dispatch, start or retire,
- *    DRAM beat (`beat`) or irq; wd_fire rises once it reaches wd_limit (0: never)
+ *    DRAM beat or micro-op (`beat`: the testbench ORs them) or irq; wd_fire rises
+ *    once it reaches wd_limit (0: never)
  *  - progress: the last instruction index fetch dispatched and each engine started
  *    and retired (all ones: none yet); cycle counts rising edges since reset
  *  - trace (when +VTA_TRACE_FILE= is given and trace_en is high):

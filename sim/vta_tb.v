@@ -90,6 +90,7 @@ module vta_tb #(
     output wire [31:0] store_retired,
 
     // DRAM statistics and checks
+    output wire        dram_busy,
     output wire [31:0] dram_protocol_errors,
     output wire [63:0] dram_read_beats,
     output wire [63:0] dram_write_beats
@@ -182,7 +183,7 @@ wire        evt_fetch_valid;
 wire [31:0] evt_fetch_index;
 wire        evt_load_start, evt_load_retire;
 wire [31:0] evt_load_index;
-wire        evt_compute_start, evt_compute_retire;
+wire        evt_compute_start, evt_compute_retire, evt_compute_uop;
 wire [31:0] evt_compute_index;
 wire        evt_store_start, evt_store_retire;
 wire [31:0] evt_store_index;
@@ -226,7 +227,7 @@ vta_top #(
     .evt_load_start(evt_load_start), .evt_load_retire(evt_load_retire),
     .evt_load_index(evt_load_index),
     .evt_compute_start(evt_compute_start), .evt_compute_retire(evt_compute_retire),
-    .evt_compute_index(evt_compute_index),
+    .evt_compute_index(evt_compute_index), .evt_compute_uop(evt_compute_uop),
     .evt_store_start(evt_store_start), .evt_store_retire(evt_store_retire),
     .evt_store_index(evt_store_index)
 );
@@ -252,14 +253,16 @@ vta_dram #(
     .s_axi_rlast(m_axi_rlast), .s_axi_rvalid(m_axi_rvalid), .s_axi_rready(m_axi_rready),
     .bd_req(bd_req_r), .bd_op(bd_op_r), .bd_word(bd_word_r), .bd_count(bd_count_r),
     .bd_ack(bd_ack),
-    .protocol_errors(dram_protocol_errors), .read_beats(dram_read_beats),
+    .busy(dram_busy), .protocol_errors(dram_protocol_errors), .read_beats(dram_read_beats),
     .write_beats(dram_write_beats)
 );
 
 // ------------------------------------------------------------ watchdog, progress, trace
 vta_monitor monitor (
     .clk(clk), .rst(rst_r), .trace_en(trace_en_r), .wd_limit(wd_limit_r), .wd_clear(wd_clear_r),
-    .irq(irq), .beat((m_axi_rvalid & m_axi_rready) | (m_axi_wvalid & m_axi_wready)),
+    // progress: a DRAM beat or a GEMM/ALU micro-op
+    .irq(irq), .beat((m_axi_rvalid & m_axi_rready) | (m_axi_wvalid & m_axi_wready)
+                     | evt_compute_uop),
     .evt_fetch_valid(evt_fetch_valid), .evt_fetch_index(evt_fetch_index),
     .evt_load_start(evt_load_start), .evt_load_retire(evt_load_retire),
     .evt_load_index(evt_load_index),

@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -214,6 +216,106 @@ def test_faults_reported_like_the_golden_model(tiny, sim):
     buf = _put(dev, mem[4096:].tobytes())
     dev.run(prog.insn_addr, prog.insn_count)
     dev.free(buf)
+
+
+# ------------------------------------------------------------------ bus errors, traffic at a fault
+sys.path.insert(0, str(Path(__file__).resolve().parent / "rtl"))
+import rtl_programs  # noqa: E402  (tests/rtl: programs shared with the module tests)
+
+SPAN = 20 * 4096  # rtl_programs keep their addresses below this
+
+
+def _run_prog(dev, prog, span: int = SPAN):
+    """Write ``prog``'s image (pages 1..span) raw, run it; (outcome, memory of the span)."""
+    image = prog.image(dev.cfg, span)
+    dev.driver.transport.mem_write(4096, image[4096:].tobytes())
+    try:
+        dev.run(prog.insn_addr, prog.insn_count, timeout=120)
+        outcome = ("done",)
+    except ExecutionError as exc:
+        outcome = (exc.module, exc.code, exc.index, exc.address)
+    return outcome, np.frombuffer(dev.driver.transport.mem_read(0, span), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("sim", SIMS)
+def test_bus_errors_reported_like_the_golden_model(sim):
+    """SLVERR on every DRAM stream (fetch, INP, WGT, UOP, ACC, ACC_8BIT, OUT): same engine,
+    instruction, code and burst address (ERR_ADDR) as the golden model, same memory."""
+    _require(sim)
+    cfg = vta.Config.load("tiny")
+    progs = rtl_programs.bus_errors(cfg)
+    window = progs[0].bus_error
+    opts = {"bus_error": (window[0], window[1] - window[0])}
+    with vta.open_device(sim, cfg, **opts) as dev, vta.open_device(
+            "golden", cfg, mem_size=dev.driver.transport.mem_size, **opts) as gold:
+        seen = set()
+        for prog in [rtl_programs.zero_fill(cfg), *progs]:
+            (want, want_mem), (got, got_mem) = _run_prog(gold, prog), _run_prog(dev, prog)
+            assert got == want, f"{prog.name}: golden reports {want}, {sim} reports {got}"
+            diff = np.flatnonzero(got_mem != want_mem)
+            assert diff.size == 0, f"{prog.name}: memory differs at 0x{diff[0]:x}"
+            seen.add(want[0])
+        assert seen == {"done", "fetch", "load", "compute", "store"}
+        try:
+            gold.run(progs[0].insn_addr, progs[0].insn_count)
+        except ExecutionError as exc:
+            assert f"error response to the DRAM burst at 0x{window[0]:x}" in str(exc)
+
+
+@pytest.mark.parametrize("scenario", ["reads", "writes"])
+def test_fault_with_traffic_in_flight_then_next_run(scenario):
+    """A fault while the DRAM still owes read data ("reads": a slow ACC load) or write beats
+    ("writes": a STORE on a stalling bus); CLEAR; the bus drains; the next run (every kind of
+    instruction) is exact and the DRAM model saw no AXI rule broken."""
+    from vta.driver import regs
+
+    _require("icarus")
+    cfg = vta.Config.load("tiny")
+    nop_c = MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP)
+    store = MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0,
+                    dram_base=0x10000 // cfg.OUT_ELEM_BYTES, y_size=1, x_size=cfg.OUT_BUFF_DEPTH,
+                    x_stride=cfg.OUT_BUFF_DEPTH)
+    if scenario == "reads":  # ACC data 1500 cycles away; the store engine faults first
+        opts = {"latency": (1500, 2), "watchdog": 20000}
+        insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC, sram_base=100,
+                         dram_base=0x11000 // cfg.ACC_ELEM_BYTES, y_size=1, x_size=1,
+                         x_stride=1),
+                 nop_c, MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, x_size=1, y_size=1,
+                                x_pad_0=1)]
+        want = ("store", ErrorCode.STORE_PAD, 2, None)
+    else:  # W mostly not ready; compute faults while the STORE's beats wait
+        opts = {"stall": 0.9, "seed": 3, "latency": (2, 3000), "watchdog": 20000}
+        insns = [store, GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=0, uop_end=1,
+                                 iter_out=100, iter_in=1),
+                 AluInsn(opcode=Opcode.ALU, alu_opcode=6, uop_bgn=0, uop_end=1, iter_out=1,
+                         iter_in=1)]
+        want = ("compute", ErrorCode.BAD_ALU_OPCODE, 2, None)
+    prog_a = rtl_programs.Program("a", insns=[*insns, GemmInsn(opcode=Opcode.FINISH)],
+                                  insn_addr=0x12000)
+    with vta.open_device("icarus", cfg, **opts) as dev, vta.open_device(
+            "golden", cfg, mem_size=dev.driver.transport.mem_size) as gold:
+        t = dev.driver.transport
+        for d in (gold, dev):
+            assert _run_prog(d, rtl_programs.zero_fill(cfg))[0] == ("done",)
+        assert _run_prog(dev, prog_a)[0] == want
+        _run_prog(gold, prog_a)
+        assert t.info()["dram_busy"], "run A must stop with DRAM traffic in flight"
+        t.write32(regs.offset("CTRL"), regs.CTRL_CLEAR)
+        start = t.info()["cycle"]
+        for _ in range(3000):  # let the bus drain with the device cleared and idle
+            if not t.info()["dram_busy"]:
+                break
+            dev.driver.read_reg("STATUS")
+        else:
+            pytest.fail(f"the DRAM still has transactions in flight {t.info()['cycle'] - start} "
+                        "cycles after CLEAR (a burst left unfinished)")
+        assert t.info()["cycle"] - start > 20
+        prog_b = rtl_programs.mixed(cfg, np.random.default_rng(11))
+        (want_b, want_mem), (got_b, got_mem) = _run_prog(gold, prog_b), _run_prog(dev, prog_b)
+        assert got_b == want_b == ("done",)
+        diff = np.flatnonzero(got_mem[:0x10000] != want_mem[:0x10000])
+        assert diff.size == 0, f"run B: memory differs at 0x{diff[0]:x}"
+        assert t.info()["dram_protocol_errors"] == 0
 
 
 # ------------------------------------------------------------------ hangs and crashes

@@ -26,6 +26,7 @@ class ErrorCode(enum.IntEnum):
     STORE_PAD = 8  # a STORE with a non-zero pad
     DEADLOCK = 9  # every unfinished engine waits on an empty token queue
     NO_FINISH = 10  # the stream ended without FINISH
+    BUS_ERROR = 11  # the memory answered a DRAM access with SLVERR or DECERR
 
 
 _CODE_OF_FIELD = {
@@ -81,15 +82,20 @@ class ExecutionError(VTAError):
     code : ErrorCode
         The fault code the hardware would report; derived from ``field``
         unless given.
+    address : int or None
+        For ``BUS_ERROR``: device byte address of the AXI burst that got the
+        error response (the ERR_ADDR register).
     """
 
     def __init__(self, message: str, *, module: str, index: int | None = None,
-                 field: str | None = None, code: ErrorCode | None = None):
+                 field: str | None = None, code: ErrorCode | None = None,
+                 address: int | None = None):
         super().__init__(message)
         self.module = module
         self.index = index
         self.field = field
         self.code = code if code is not None else _CODE_OF_FIELD.get(field, ErrorCode.NONE)
+        self.address = address
 
 
 class DeadlockError(VTAError):

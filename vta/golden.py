@@ -196,6 +196,14 @@ class GoldenModel:
         it retires (after a fault or a timeout, what retired before it).
     tokens : dict[str, int]
         Tokens in each queue now (after a run: what it left behind).
+    bus_error : tuple[int, int] or None
+        Fault injection: device bytes ``[lo, hi)`` (whole 4 KiB pages) whose
+        memory answers every access with an error response.  An instruction
+        (or the fetch) reaching them stops with ``BUS_ERROR``; its
+        ``address`` is where the hardware's first failing AXI burst starts:
+        the first bus word of the access inside the window, or the window's
+        first byte when the access enters it from below (bursts never cross
+        a 4 KiB boundary).  A failing STORE writes nothing here.
     """
 
     def __init__(self, cfg: Config, memory: np.ndarray | int = 1 << 28):
@@ -210,6 +218,7 @@ class GoldenModel:
         self.tokens = dict.fromkeys(QUEUES, 0)
         self._mem_type_lo = next(f.lo for f in layout("mem", cfg) if f.name == "memory_type")
         self._plans: dict = {}
+        self.bus_error: tuple[int, int] | None = None
         self._nests: dict = {}  # whole one-piece nests: loop fields + micro-ops -> pieces
         self._decoding = _decoding_tables(cfg)
         #: opcode -> executor(engine, index, insn, deadline), which returns the counter the
@@ -325,6 +334,7 @@ class GoldenModel:
             raise ExecutionError(
                 f"fetch: instructions at 0x{insn_addr:x}..0x{end:x} lie outside device memory "
                 f"(0x{self.mem.size:x} bytes)", module="fetch", field="insn_addr")
+        self._bus_check("fetch", None, [(insn_addr, end)], "instructions")
         words = self.mem[insn_addr:end].copy().view("<u8").reshape(insn_count, 2)
         low = words[:, 0]
         opcodes = (low & 0x7).astype(np.intp)
@@ -368,6 +378,9 @@ class GoldenModel:
                 f"DRAM access 0x{start:x}..0x{end:x} (dram_base {insn.dram_base}, y_size "
                 f"{rows}, x_stride {insn.x_stride}) lies outside device memory "
                 f"(0x{self.mem.size:x} bytes)")
+        if self.bus_error is not None:
+            self._bus_check(engine, index, [(start + y * stride, start + y * stride + row_bytes)
+                                            for y in range(rows)], f"dram_base {insn.dram_base}")
         if rows <= 1 or stride == row_bytes:
             return self.mem[start:start + rows * row_bytes].reshape(rows, row_bytes)
         if stride < row_bytes:
@@ -378,6 +391,23 @@ class GoldenModel:
             return self.mem[start:start + rows * stride].reshape(rows, stride)[:, :row_bytes]
         return np.lib.stride_tricks.as_strided(
             self.mem[start:], shape=(rows, row_bytes), strides=(stride, 1))
+
+    def _bus_check(self, engine: str, index: int | None, ranges, what: str) -> None:
+        """BUS_ERROR if a byte range (in access order) reaches the ``bus_error`` window."""
+        if self.bus_error is None:
+            return
+        lo, hi = self.bus_error
+        for start, end in ranges:
+            if start < hi and end > lo:
+                addr = max(start - start % self.cfg.BUS_BYTES, lo)
+                if index is None:  # fetch: the first instruction of the failing burst
+                    index = max(0, addr - start) // INSN_BYTES
+                raise ExecutionError(
+                    f"instruction {index} ({engine}): bus error: the memory answered the DRAM "
+                    f"burst at 0x{addr:x} with an error response ({what}: bytes "
+                    f"0x{start:x}..0x{end:x}; error window 0x{lo:x}..0x{hi:x})",
+                    module=engine, index=index, field="dram_base", code=ErrorCode.BUS_ERROR,
+                    address=addr)
 
     def _load(self, engine: str, index: int, insn: MemInsn,
               deadline: float | None = None) -> tuple[str, int] | None:

@@ -26,6 +26,7 @@ class Program:
     insns: list = field(default_factory=list)
     insn_addr: int = 0
     raw_insns: bytes | None = None  # overrides insns (undefined opcodes)
+    bus_error: tuple[int, int] | None = None  # bytes [lo, hi) answering SLVERR
 
     def stream(self, cfg: Config) -> bytes:
         return self.raw_insns if self.raw_insns is not None else encode_stream(self.insns, cfg)
@@ -50,6 +51,7 @@ class Outcome:
     code: int
     index: int
     counters: dict
+    address: int = 0  # ERR_ADDR (BUS_ERROR)
 
 
 def golden_run(
@@ -64,6 +66,7 @@ def golden_run(
     if model is None:
         model = GoldenModel(cfg, mem)
     model.mem = mem
+    model.bus_error = prog.bus_error
     try:
         counters = model.run(prog.insn_addr, prog.insn_count).as_dict()
     except DeadlockError as exc:
@@ -71,7 +74,7 @@ def golden_run(
         return Outcome(mem, module, int(ErrorCode.DEADLOCK), exc.stuck[module][0], {})
     except ExecutionError as exc:
         index = 0xFFFFFFFF if exc.index is None else exc.index
-        return Outcome(mem, exc.module, int(exc.code), index, {})
+        return Outcome(mem, exc.module, int(exc.code), index, {}, exc.address or 0)
     return Outcome(mem, "none", 0, 0, counters)
 
 
@@ -565,4 +568,49 @@ def faults(cfg: Config, mem_size: int) -> list[Program]:
     far = prog("insn_range", [nop_c, fin])
     far.insn_addr = mem_size - 16
     out.append(far)
+    return out
+
+
+def bus_errors(cfg: Config) -> list[Program]:
+    """One program per DRAM stream whose access meets a page answering SLVERR.
+
+    Each names its window (``bus_error``); the golden model predicts the
+    engine, the instruction and the failing burst's address.  Accesses enter
+    the window from below (the burst starts at the page) or start inside it
+    (the burst starts at the access, rounded down to the bus width).
+    """
+    bad = 16 * PAGE
+    window = (bad, bad + PAGE)
+    insn_addr, data = 2 * PAGE, 12 * PAGE  # data: pages 12..15 good, 16 bad
+    nop_c = MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP)
+    fin = GemmInsn(opcode=Opcode.FINISH)
+    acc8_e = cfg.BATCH * cfg.BLOCK_OUT
+    out = []
+
+    def load(mem_type, elem_bytes, start, n, sram_base=0):
+        return MemInsn(opcode=Opcode.LOAD, memory_type=mem_type, sram_base=sram_base,
+                       dram_base=start // elem_bytes, y_size=1, x_size=n, x_stride=n)
+
+    def prog(name, insns, addr=insn_addr):
+        return Program(name, writes=[(data, bytes(range(256)) * (5 * PAGE // 256))],
+                       insns=insns, insn_addr=addr, bus_error=window)
+
+    # fetch: the stream runs into the window at its third instruction
+    out.append(prog("bus_fetch", [nop_c, nop_c, nop_c, fin], addr=bad - 32))
+    # load engine: INP starting inside the window, WGT entering it from below
+    e = cfg.INP_ELEM_BYTES
+    out.append(prog("bus_inp", [nop_c, load(MemId.INP, e, bad + 5 * e, 3), fin]))
+    e = cfg.WGT_ELEM_BYTES
+    out.append(prog("bus_wgt", [load(MemId.WGT, e, bad - e, 2), fin]))
+    # compute engine: UOP, ACC, ACC_8BIT
+    out.append(prog("bus_uop", [nop_c, load(MemId.UOP, 4, bad - 8, 6), fin]))
+    e = cfg.ACC_ELEM_BYTES
+    out.append(prog("bus_acc", [load(MemId.ACC, e, bad + 3 * e, 2), fin]))
+    out.append(prog("bus_acc8", [load(MemId.ACC_8BIT, acc8_e, bad - 2 * acc8_e, 4), fin]))
+    # store engine: a block inside the window (nothing is written on either side)
+    e = cfg.OUT_ELEM_BYTES
+    out.append(prog("bus_store", [
+        MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0,
+                dram_base=(bad + 7 * e) // e, y_size=2, x_size=2, x_stride=3),
+        fin]))
     return out

@@ -24,13 +24,13 @@ LOG_MEM_BYTES = 20
 try:
     import cocotb
     from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, with_timeout
+    from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, with_timeout
 except ImportError:  # pragma: no cover - the runner below skips
     cocotb = None
 
 if cocotb is not None:
 
-    async def _setup(dut):
+    async def _setup(dut, master: bool = True):
         from cocotbext.axi import AxiBus, AxiMaster
 
         Clock(dut.clk, 10, unit="ns").start()
@@ -43,7 +43,7 @@ if cocotb is not None:
             await RisingEdge(dut.clk)
         dut.rst.value = 0
         await RisingEdge(dut.clk)
-        return AxiMaster(AxiBus.from_prefix(dut, "s_axi"), dut.clk, dut.rst)
+        return AxiMaster(AxiBus.from_prefix(dut, "s_axi"), dut.clk, dut.rst) if master else None
 
     async def _backdoor(dut, op: int, word: int, count: int) -> None:
         dut.bd_op.value = op
@@ -144,6 +144,114 @@ if cocotb is not None:
         assert ok.resp == AxiResp.OKAY
 
 
+    @cocotb.test()
+    async def error_window_slverr(dut):
+        """+DRAM_ERR_ADDR/BYTES: beats in the window answer SLVERR; reads 0, writes dropped."""
+        from cocotbext.axi import AxiResp
+
+        axi = await _setup(dut)
+        lo = int(os.environ["DRAM_TEST_ERR_ADDR"])
+        await axi.write(lo - 16, b"\x11" * 16)
+        assert (await axi.write(lo, b"\x22" * 16)).resp == AxiResp.SLVERR
+        before = await axi.read(lo - 16, 16)
+        assert before.resp == AxiResp.OKAY and before.data == b"\x11" * 16
+        inside = await axi.read(lo, 16)
+        assert inside.resp == AxiResp.SLVERR and inside.data == bytes(16)
+        wbytes = len(dut.s_axi_wstrb)
+        assert (await bd_read(dut, wbytes, lo // wbytes, 1)) == bytes(wbytes), "write not dropped"
+        assert int(dut.protocol_errors.value) == 0
+
+    async def _send(dut, ch: str, **payload):
+        """From a falling edge: show a request on ``ch`` until its handshake, then drop VALID."""
+        for name, value in payload.items():
+            getattr(dut, f"s_axi_{ch}{name}").value = value
+        getattr(dut, f"s_axi_{ch}valid").value = 1
+        while True:
+            ready = int(getattr(dut, f"s_axi_{ch}ready").value)  # for the coming edge
+            await RisingEdge(dut.clk)
+            await FallingEdge(dut.clk)
+            if ready:
+                break
+        getattr(dut, f"s_axi_{ch}valid").value = 0
+
+    @cocotb.test()
+    async def master_rules(dut):
+        """VALID dropped or payload changed before READY, on AR, AW and W, is counted."""
+        await _setup(dut, master=False)
+        for sig in ("arvalid", "awvalid", "wvalid", "rready", "bready"):
+            getattr(dut, f"s_axi_{sig}").value = 0
+        for ch in ("ar", "aw"):
+            getattr(dut, f"s_axi_{ch}len").value = 0
+            getattr(dut, f"s_axi_{ch}size").value = 3
+            getattr(dut, f"s_axi_{ch}burst").value = 1
+            getattr(dut, f"s_axi_{ch}id").value = 0
+        dut.s_axi_wstrb.value = 0
+        dut.s_axi_wlast.value = 1
+        dut.s_axi_wdata.value = 0
+
+        async def cycles(n):
+            """Wait n rising edges; protocol_errors after them (returns at the falling edge)."""
+            for _ in range(n):
+                await RisingEdge(dut.clk)
+            await ReadOnly()
+            value = int(dut.protocol_errors.value)
+            await FallingEdge(dut.clk)
+            return value
+
+        async def waiting(ch, change):
+            """Show a request that cannot be taken, hold it, then break the rule."""
+            getattr(dut, f"s_axi_{ch}valid").value = 1
+            before = await cycles(3)
+            assert not int(getattr(dut, f"s_axi_{ch}ready").value), f"{ch} was taken"
+            change()
+            after = await cycles(2)
+            assert after == before + 1, f"{ch}: protocol_errors {before} -> {after}"
+            getattr(dut, f"s_axi_{ch}valid").value = 0  # dropped while waiting
+            dropped = await cycles(2)
+            assert dropped == after + 1, f"{ch} VALID drop: protocol_errors {after} -> {dropped}"
+
+        assert await cycles(1) == 0
+        # AR: one request fills +DRAM_OUTSTANDING=1 (long latency, RREADY low); the next waits
+        await _send(dut, "ar", addr=0)
+        dut.s_axi_araddr.value = 64
+        await waiting("ar", lambda: setattr(dut.s_axi_araddr, "value", 128))
+        # W before any AW: WREADY stays low
+        dut.s_axi_wdata.value = 1
+        await waiting("w", lambda: setattr(dut.s_axi_wdata, "value", 2))
+        # AW: one moves to the write slot, one fills the limit (no W beats); the next waits
+        await _send(dut, "aw", addr=0)
+        await _send(dut, "aw", addr=64)
+        dut.s_axi_awaddr.value = 128
+        await waiting("aw", lambda: setattr(dut.s_axi_awid, "value", 1))
+
+
+    @cocotb.test()
+    async def reordered_reads(dut):
+        """+DRAM_REORDER=1: bursts of different IDs overtake each other, data stays exact."""
+        axi = await _setup(dut)
+        rng = random.Random(5)
+        data = bytes(rng.randrange(256) for _ in range(8192))
+        await axi.write(0, data)
+        order, issued = [], []
+
+        async def watch():
+            while True:
+                await RisingEdge(dut.clk)
+                if int(dut.s_axi_arvalid.value) and int(dut.s_axi_arready.value):
+                    issued.append(int(dut.s_axi_arid.value))
+                if (int(dut.s_axi_rvalid.value) and int(dut.s_axi_rready.value)
+                        and int(dut.s_axi_rlast.value)):
+                    order.append(int(dut.s_axi_rid.value))
+
+        cocotb.start_soon(watch())
+        reads = [(rng.randrange(0, 8000), rng.randrange(1, 64)) for _ in range(40)]
+        tasks = [cocotb.start_soon(axi.read(a, n)) for a, n in reads]
+        for (a, n), t in zip(reads, tasks, strict=True):
+            assert (await t).data == data[a:a + n], f"read 0x{a:x}+{n}"
+        assert order != issued, "no burst was answered out of request order"
+        assert int(dut.protocol_errors.value) == 0
+
+
 # -------------------------------------------------------------------- runner
 SIMS = ["icarus", "verilator"]
 CASES = [  # (data width, read latency, write latency, stall /256)
@@ -164,10 +272,35 @@ def test_vta_dram(sim, width, rlat, wlat, stall, tmp_path):
         simbuild.simulator_version(sim)
     except simbuild.SimulatorError as exc:
         pytest.skip(str(exc))
+    _run(sim, width, tmp_path, "random_bursts,backdoor_both_ways,out_of_range_decerr,"
+         "error_window_slverr", [f"+DRAM_RLAT={rlat}", f"+DRAM_WLAT={wlat}",
+                                 f"+DRAM_STALL={stall}"], seed=rlat + stall)
+
+
+ERR_ADDR = 0x80000
+
+
+def _run(sim, width, tmp_path, tests, plusargs, seed=1):
+    pytest.importorskip("cocotb")
+    pytest.importorskip("cocotbext.axi")
+    from vta.sim import build as simbuild
+
+    try:
+        simbuild.simulator_version(sim)
+    except simbuild.SimulatorError as exc:
+        pytest.skip(str(exc))
     b = simbuild.build(sim, "vta_dram", [simbuild.sim_dir() / "vta_dram.v"],
                        parameters={"DATA_WIDTH": width, "LOG_MEM_BYTES": LOG_MEM_BYTES})
     bd = tmp_path / "bd.hex"
-    simbuild.run(b, "test_vta_dram", test_dir=tmp_path, python_path=[HERE],
-                 plusargs=[f"+DRAM_RLAT={rlat}", f"+DRAM_WLAT={wlat}", f"+DRAM_STALL={stall}",
-                           f"+DRAM_BD_FILE={bd}"],
-                 extra_env={"DRAM_TEST_BD_FILE": str(bd), "DRAM_TEST_SEED": str(rlat + stall)})
+    simbuild.run(b, "test_vta_dram", test_dir=tmp_path, python_path=[HERE], testcase=tests,
+                 plusargs=[*plusargs, f"+DRAM_BD_FILE={bd}", f"+DRAM_ERR_ADDR={ERR_ADDR}",
+                           "+DRAM_ERR_BYTES=4096"],
+                 extra_env={"DRAM_TEST_BD_FILE": str(bd), "DRAM_TEST_SEED": str(seed),
+                            "DRAM_TEST_ERR_ADDR": str(ERR_ADDR)})
+
+
+@pytest.mark.parametrize("sim", SIMS)
+def test_vta_dram_checks_the_master(sim, tmp_path):
+    """Stability checks (+DRAM_OUTSTANDING=1 makes requests wait) and reordered responses."""
+    _run(sim, 64, tmp_path, "master_rules", ["+DRAM_RLAT=200", "+DRAM_OUTSTANDING=1"])
+    _run(sim, 64, tmp_path, "reordered_reads", ["+DRAM_RLAT=20", "+DRAM_REORDER=1"])

@@ -51,19 +51,27 @@ class GoldenTransport(Transport):
     trace : bool, str or Path
         ``True``: keep each run's trace in :attr:`last_trace`; a path: also
         append it to that file in the :mod:`vta.trace` format.
+    bus_error : (int, int) or None
+        Fault injection: ``(addr, nbytes)``, whole 4 KiB pages whose memory
+        answers every access with an error response (``BUS_ERROR``; see
+        :attr:`vta.golden.GoldenModel.bus_error`).
     """
 
     name = "golden"
     has_timing = False
 
     def __init__(self, cfg: Config, mem_size: int = DEFAULT_MEM_SIZE,
-                 trace: bool | str | Path | None = None):
+                 trace: bool | str | Path | None = None,
+                 bus_error: tuple[int, int] | None = None):
         if mem_size <= 0 or mem_size % 4096:
             raise ValueError(f"mem_size must be a positive multiple of 4096, not {mem_size}")
         self.cfg = cfg
         self.mem_size = int(mem_size)
         self.mem = np.zeros(self.mem_size, dtype=np.uint8)
         self.model = GoldenModel(cfg, self.mem)
+        if bus_error is not None:
+            addr, nbytes = bus_error
+            self.model.bus_error = (addr, addr + nbytes)
         w0, w1 = regs.config_words(cfg)
         self._const = {
             regs.offset("ID"): regs.ID_MAGIC,
@@ -77,6 +85,7 @@ class GoldenTransport(Transport):
         self._insn_count = 0
         self._status = 0
         self._err_index = 0
+        self._err_addr = 0
         self._fetch_index = 0
         self._pending = False  # START written, the run not executed yet
         self._counters: dict[str, int] = {n: 0 for n, _ in regs.COUNTERS}
@@ -96,6 +105,10 @@ class GoldenTransport(Transport):
             return self._status
         if offset == regs.offset("ERR_INDEX"):
             return self._err_index
+        if offset == regs.offset("ERR_ADDR"):
+            return self._err_addr & _MASK32
+        if offset == regs.offset("ERR_ADDR") + 4:
+            return self._err_addr >> 32
         if offset == regs.offset("INSN_ADDR"):
             return self._insn_addr & _MASK32
         if offset == regs.offset("INSN_ADDR") + 4:
@@ -127,6 +140,7 @@ class GoldenTransport(Transport):
             if value & regs.CTRL_CLEAR:
                 self._status = 0
                 self._err_index = 0
+                self._err_addr = 0
                 self._detail = None
             if value & regs.CTRL_START and not self._status & regs.STATUS_BUSY:
                 self._status = regs.STATUS_BUSY
@@ -164,6 +178,8 @@ class GoldenTransport(Transport):
         """Run the started stream and set STATUS, counters and FETCH_INDEX."""
         self._pending = False
         self._fetch_index = 0
+        self._err_index = 0
+        self._err_addr = 0
         self._detail = None
         events: list[TraceEvent] = []
         try:
@@ -180,7 +196,7 @@ class GoldenTransport(Transport):
                 self._fetch_index = exc.index or 0
             else:
                 self._fetch_index = self._insn_count
-            self._fail(exc.module, exc.index, exc.code, str(exc))
+            self._fail(exc.module, exc.index, exc.code, str(exc), exc.address or 0)
         except RunTimeoutError:
             self._fetch_index = self._insn_count
             self._set_counters(self.model.counters)
@@ -212,9 +228,11 @@ class GoldenTransport(Transport):
             f"{tokens}, retired {retired}. The device is idle again; the stopped run's writes "
             "to memory and scratchpads stay") from exc
 
-    def _fail(self, module: str, index: int | None, code: ErrorCode, detail: str) -> None:
+    def _fail(self, module: str, index: int | None, code: ErrorCode, detail: str,
+              address: int = 0) -> None:
         self._set_counters(self.model.counters)  # what the engines retired before the fault
         self._err_index = NO_INDEX if index is None else index
+        self._err_addr = address
         self._detail = detail
         self._status = regs.status_word(error=True, module=module, code=code)
 

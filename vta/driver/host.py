@@ -31,6 +31,7 @@ from typing import Any
 
 from ..config import Config
 from ..errors import DeadlockError, DeviceError, DeviceTimeoutError, ErrorCode, ExecutionError
+from ..isa import INSN_BYTES
 from . import regs
 from .transport import Transport
 
@@ -325,6 +326,9 @@ class Driver:
         self._check_open()
         if insn_addr < 0 or insn_addr >= 1 << 64:
             raise ValueError(f"insn_addr must be in 0..2**64-1, not {insn_addr}")
+        if insn_addr % INSN_BYTES:
+            raise ValueError(f"insn_addr must be a multiple of {INSN_BYTES} (instructions are "
+                             f"{INSN_BYTES}-byte aligned), not 0x{insn_addr:x}")
         if not 0 < insn_count < 1 << 32:
             raise ValueError(f"insn_count must be in 1..2**32-1, not {insn_count}")
         t = self.transport
@@ -401,6 +405,10 @@ class Driver:
         where = f"instruction {index}" if index is not None else "no instruction"
         message = (f"run of {insn_count} instructions at 0x{insn_addr:x} stopped with "
                    f"{code_name} in the {module} module at {where}")
+        address = None
+        if code == ErrorCode.BUS_ERROR:
+            address = self.read_reg64("ERR_ADDR")
+            message += f" (error response to the DRAM burst at 0x{address:x})"
         detail_fn = getattr(self.transport, "last_error_detail", None)
         detail = detail_fn() if callable(detail_fn) else None
         if detail:
@@ -408,9 +416,8 @@ class Driver:
         if code == ErrorCode.DEADLOCK:
             message += f" ({self.snapshot_text()})"
             return DeadlockError(message, stuck={module: (index, "")})
-        err = ExecutionError(message, module=module, index=index,
-                             code=code if isinstance(code, ErrorCode) else None)
-        return err
+        return ExecutionError(message, module=module, index=index,
+                              code=code if isinstance(code, ErrorCode) else None, address=address)
 
     # -------------------------------------------------------------- close
     def _check_open(self) -> None:

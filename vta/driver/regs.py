@@ -75,6 +75,13 @@ def _build() -> tuple[Register, ...]:
     for name, doc in COUNTERS:
         regs.append(Register(name.upper(), offset, "ro", doc, wide=True))
         offset += 8
+    err_addr = Register("ERR_ADDR", 0x0F8, "ro",
+                        "BUS_ERROR: device byte address of the DRAM burst that got the error "
+                        "response", wide=True)
+    if offset > err_addr.offset:
+        raise AssertionError(f"counters reach 0x{offset:03x}, into ERR_ADDR at "
+                             f"0x{err_addr.offset:03x}")
+    regs.append(err_addr)
     return tuple(regs)
 
 

@@ -23,6 +23,11 @@ latency        DRAM latency in cycles: one int for both directions or
                ``(read, write)`` (default 2; no rebuild needed)
 stall          DRAM random stall probability per channel and cycle, 0..1
 seed           DRAM stall generator seed
+reorder        ``True``: the DRAM answers read bursts of different ARIDs in random
+               order (legal AXI4; per-ARID order is kept)
+outstanding    AR and AW requests the DRAM accepts at a time, 1..8 (default 8)
+bus_error      ``(addr, nbytes)``: whole 4 KiB pages answering every access with
+               SLVERR (fault injection; the golden backend models the same)
 watchdog       cycles without any retire, dispatch or DRAM beat after which a
                run is stopped and reported (default 1,000,000; 0 disables)
 timeout        seconds any request other than a run may take (default 120)
@@ -136,7 +141,8 @@ class RTLTransport(Transport):
                  trace: bool | str | Path | None = None, latency: int | tuple[int, int] = 2,
                  stall: float = 0.0, seed: int = 1, watchdog: int = DEFAULT_WATCHDOG,
                  timeout: float = DEFAULT_TIMEOUT, mem_size: int | None = None,
-                 simulator: str | None = None):
+                 simulator: str | None = None, reorder: bool = False, outstanding: int = 8,
+                 bus_error: tuple[int, int] | None = None):
         from ..sim import build as simbuild
 
         simulator = backend if simulator is None else simulator
@@ -151,6 +157,8 @@ class RTLTransport(Transport):
             raise ValueError(f"stall must be a probability in 0..1, not {stall!r}")
         if watchdog < 0:
             raise ValueError(f"watchdog must be a cycle count >= 0, not {watchdog!r}")
+        if not 1 <= outstanding <= 8:
+            raise ValueError(f"outstanding must be in 1..8, not {outstanding!r}")
         self.name = backend
         self.cfg = cfg
         self.watchdog = int(watchdog)
@@ -183,8 +191,12 @@ class RTLTransport(Transport):
         plusargs = [f"+DRAM_RLAT={rlat}", f"+DRAM_WLAT={wlat}",
                     f"+DRAM_STALL={round(stall * 256) if stall < 1 else 256}",
                     f"+DRAM_SEED={int(seed) & 0xFFFFFFFF or 1}",
+                    f"+DRAM_REORDER={int(bool(reorder))}", f"+DRAM_OUTSTANDING={int(outstanding)}",
                     f"+DRAM_BD_FILE={self.workdir / 'backdoor.hex'}",
                     f"+VTA_TRACE_FILE={self._monitor_file}", *self.harness_plusargs()]
+        if bus_error is not None:
+            plusargs += [f"+DRAM_ERR_ADDR={int(bus_error[0])}",
+                         f"+DRAM_ERR_BYTES={int(bus_error[1])}"]
         parent, child = socket.socketpair()
         import vta
 
@@ -379,8 +391,14 @@ class RTLTransport(Transport):
             self._protocol_errors = errors
             raise DeviceError(
                 f"{self.name}: vta_top broke the AXI4 rules {new} time(s) during this run "
-                f"(non-INCR burst, burst crossing 4 KiB, or WLAST not on the last beat); the DRAM "
-                f"model's messages are in {self.log_file}:\n" + self._log_tail(10))
+                f"(VALID or payload not held until READY, non-INCR burst, burst crossing "
+                f"4 KiB, or WLAST not on the last beat); the DRAM model's messages are in "
+                f"{self.log_file}:\n" + self._log_tail(10))
+        if reply["done"] and reply.get("dram_busy") and self.read32(
+                regs.offset("STATUS")) & regs.STATUS_DONE:
+            raise DeviceError(
+                f"{self.name}: vta_top reported DONE while the DRAM still had transactions in "
+                "flight (a result may not have reached memory)")
         if not reply["done"]:
             report = reply.get("report", {})
             text = self.describe_report(report)
