@@ -131,3 +131,36 @@ def test_block_in_out_must_match_block():
     with pytest.raises(vta.ConfigError, match="LOG_BLOCK_IN must equal LOG_BLOCK \\(4\\), not 3"):
         Config.from_dict({**UPSTREAM_DEFAULT, "LOG_BLOCK_IN": 3})
     assert Config.from_dict({**UPSTREAM_DEFAULT, "LOG_BLOCK_IN": 4, "LOG_BLOCK_OUT": 4}).BLOCK == 16
+
+
+def test_unknown_key_is_refused_naming_the_closest_valid_key(tmp_path):
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps({**UPSTREAM_DEFAULT, "LOG_BUS_WIDHT": 9}))
+    with pytest.raises(vta.ConfigError, match=rf"{path}: unknown key 'LOG_BUS_WIDHT'; did you "
+                                              r"mean 'LOG_BUS_WIDTH'\?"):
+        Config.load(path)
+    with pytest.raises(vta.ConfigError, match=r"unknown key 'COLOR'; valid keys are LOG_INP_WIDTH"):
+        Config.from_dict({**UPSTREAM_DEFAULT, "COLOR": "red"})
+    # keys of older upstream files are accepted (and mean nothing)
+    assert Config.from_dict({**UPSTREAM_DEFAULT, "HW_FREQ": 100}) == Config.load("default")
+
+
+def test_vta_config_json_round_trips_and_edited_derived_keys_are_refused(tmp_path):
+    from click.testing import CliRunner
+
+    from vta.cli import main
+
+    out = CliRunner().invoke(main, ["config", "tiny", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(data))
+    assert Config.load(path) == Config.load("tiny")
+    for key, value, base in (("BUS_WIDTH", 512, 64), ("BLOCK_IN", 16, 4),
+                             ("INP_BUFF_DEPTH", 4096, 128), ("signature", "0x12345678",
+                                                             f"0x{Config.load('tiny').signature:08x}")):
+        path.write_text(json.dumps({**data, key: value}))
+        with pytest.raises(vta.ConfigError, match=(
+                rf"{key} is {value!r}, but the base keys give {base!r}; derived keys are "
+                r"computed, not read: change the LOG_\* keys instead")):
+            Config.load(path)

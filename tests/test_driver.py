@@ -295,8 +295,9 @@ def test_error_status_decodes_module_index_and_code(device):
         device.free(buf)
     err = info.value
     assert (err.module, err.index, err.code) == ("load", 0, ErrorCode.SRAM_RANGE)
-    if device.backend == "golden":  # the model's own message is appended
-        assert f"writes SRAM entries {depth - 1}..{depth}, beyond the {depth}-entry" in str(err)
+    # the model's own message, on the RTL too (the driver re-checks the instruction host-side)
+    assert str(err).endswith(f": instruction 0 (load): LOAD INP writes SRAM entries {depth - 1}.."
+                             f"{depth}, beyond the {depth}-entry INP buffer"), str(err)
 
 
 def test_error_status_deadlock(device):
@@ -365,6 +366,18 @@ def test_run_checks_the_instruction_buffer(device):
         device.free(buf)
 
 
+def test_run_refuses_a_misaligned_instruction_address(device):
+    """The RTL ignores INSN_ADDR bits 3:0 (the golden model would not): the driver refuses."""
+    buf, n = _stream(device, [GemmInsn(opcode=Opcode.FINISH), GemmInsn(opcode=Opcode.FINISH)])
+    try:
+        with pytest.raises(ValueError, match=rf"insn_addr must be a multiple of 16 \(instructions "
+                                             rf"are 16-byte aligned\), not 0x{buf.addr + 8:x}"):
+            device.run(buf.addr + 8, 1)
+        assert device.run(buf.addr + 16, 1).compute_insns == 1
+    finally:
+        device.free(buf)
+
+
 # ------------------------------------------------------------ open_device
 def test_open_device_unknown_backend_lists_valid_names():
     with pytest.raises(ValueError, match="backend must be one of golden, verilator, icarus, f1, "
@@ -386,6 +399,33 @@ def test_open_device_defaults_and_repr():
         assert repr(dev) == "<vta.Device golden default (1x16_i8w8a32_15_15_18_17), open>"
     with pytest.raises(TypeError, match="cfg must be a Config, a preset name or a path, not int"):
         vta.open_device("golden", 3)
+
+
+def test_common_options_are_accepted_by_every_backend_and_checked_by_one_rule():
+    from vta import device as vdev
+    from vta.driver import aws, golden, rtl
+
+    sim_only = {"watchdog": 0, "waves": True, "latency": (3, 4), "stall": 0.25, "seed": 3,
+                "timeout": 10, "reorder": True, "outstanding": 2}
+    with vta.open_device("golden", "tiny", mem_size=1 << 20, **sim_only) as dev:
+        assert dev.mem_size == 1 << 20  # the simulator-only options are ignored here
+    assert vdev._transport_options("icarus", rtl, {**sim_only, "mem_size": 1 << 20}) == {
+        **sim_only, "timeout": 10.0, "stall": 0.25, "mem_size": 1 << 20}
+    # a card has its own memory and no DRAM model: those options are ignored, its own pass
+    assert vdev._transport_options("f2", aws, {**sim_only, "mem_size": 1 << 20, "slot": 1}) == {
+        "slot": 1}
+    for module in (golden, rtl, aws):  # one rule, whatever the backend
+        with pytest.raises(ValueError, match=r"mem_size must be a power of two in "
+                                             r"2\*\*16..2\*\*32, not 3145728"):
+            vdev._transport_options("x", module, {"mem_size": 3 << 20})
+        with pytest.raises(ValueError, match="bus_error must be \\(addr, nbytes\\), both "
+                                             "multiples of 4096"):
+            vdev._transport_options("x", module, {"bus_error": (4096, 100)})
+    with pytest.raises(TypeError, match="unknown option 'watchdg' for the golden backend; did "
+                                        "you mean 'watchdog'\\?"):
+        vta.open_device("golden", "tiny", watchdg=0)
+    with pytest.raises(ValueError, match="run_timeout must be a positive number of seconds"):
+        vta.open_device("golden", "tiny", run_timeout=0)
 
 
 def test_runstats_total_sums_and_keeps_none():

@@ -177,7 +177,9 @@ def _outcome(dev, insn_buf, count):
     except DeadlockError as exc:
         return ("DEADLOCK", exc.code, sorted(exc.stuck))
     except ExecutionError as exc:
-        return (type(exc).__name__, exc.code, exc.module, exc.index)
+        # the model's message, which the driver gives the RTL's codes too
+        detail = None if exc.index is None else str(exc).split(f"at instruction {exc.index}: ")[-1]
+        return (type(exc).__name__, exc.code, exc.module, exc.index, detail)
     return ("done",)
 
 
@@ -344,6 +346,48 @@ def test_watchdog_reports_each_engine_and_resets():
         with pytest.raises(WatchdogError):
             dev.run(prog.insn_addr, prog.insn_count, timeout=60)
         dev.free(buf)
+
+
+def _long_gemm(dev, uops: int, iter_out: int, iter_in: int):
+    """A reset GEMM over ``uops`` resident micro-ops, ``iter_out x iter_in`` times: no DRAM
+    traffic and nothing retired for as many cycles as micro-ops."""
+    cfg = dev.cfg
+    kernel = b"".join(encode_uop(Uop(dst_idx=i % cfg.ACC_BUFF_DEPTH), cfg) for i in range(uops))
+    insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0, dram_base=0,
+                     y_size=1, x_size=uops, x_stride=uops),
+             GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=0, uop_end=uops,
+                      iter_out=iter_out, iter_in=iter_in),
+             AluInsn(opcode=Opcode.ALU, alu_opcode=2, use_imm=1, uop_bgn=0, uop_end=1,
+                     iter_out=iter_out, iter_in=1),
+             GemmInsn(opcode=Opcode.FINISH)]
+    ubuf = _put(dev, kernel)
+    insns[0] = insns[0].replace(dram_base=ubuf.addr // 4)
+    ibuf = _put(dev, b"".join(encode(i, cfg) for i in insns))
+    try:
+        return dev.run(ibuf, len(insns), timeout=300)
+    finally:
+        dev.free(ibuf)
+        dev.free(ubuf)
+
+
+def test_watchdog_counts_micro_ops():
+    """A legal GEMM longer than the watchdog (no retire, dispatch or DRAM beat meanwhile)
+    runs to the end: executing micro-ops is progress."""
+    _require("icarus")
+    with vta.open_device("icarus", "tiny", watchdog=2000) as dev, \
+            vta.open_device("golden", "tiny") as gold:
+        stats = [_long_gemm(d, 8, 1000, 1) for d in (dev, gold)]
+    assert stats[0].alu_uops == stats[1].alu_uops == 1000
+    assert stats[0].cycles > 8000
+
+
+def test_default_watchdog_lets_a_million_micro_op_gemm_finish(tiny):
+    """The issue's case: GEMM uop_end=256 iter_out=64 iter_in=64 (1,048,576 micro-ops, over a
+    million cycles) on Verilator with the default watchdog of 1,000,000 cycles."""
+    dev, _ = tiny("verilator")
+    assert dev.driver.transport.watchdog == 1_000_000
+    stats = _long_gemm(dev, 256, 64, 64)
+    assert stats.cycles > 1_048_576 and stats.compute_insns == 4
 
 
 def test_wall_clock_timeout_kills_the_simulator():

@@ -9,6 +9,7 @@ field widths -- is computed here and nowhere else.
 
 from __future__ import annotations
 
+import difflib
 import json
 import zlib
 from dataclasses import dataclass, field, fields
@@ -115,7 +116,24 @@ class Config:
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, name: str = "custom",
                   source: str = "configuration") -> Config:
-        """Build from a mapping with upstream key names (extra keys are ignored)."""
+        """Build from a mapping with upstream key names.
+
+        Base keys (:data:`BASE_KEYS`) make the configuration.  Derived keys
+        (:data:`DERIVED_KEYS`, e.g. ``BUS_WIDTH`` or ``INP_BUFF_DEPTH``, as
+        ``vta config --json`` writes them) are checked against the value the
+        base keys give: one that contradicts them is an error, since it would
+        otherwise be silently ignored.  Any other key is an error naming the
+        closest valid key (``LOG_BUS_WIDHT`` -> ``LOG_BUS_WIDTH``), except the
+        keys of :data:`IGNORED_KEYS`.
+        """
+        unknown = [k for k in data if k not in BASE_KEYS and k not in DERIVED_KEYS
+                   and k not in IGNORED_KEYS]
+        if unknown:
+            key = unknown[0]
+            close = difflib.get_close_matches(str(key), [*BASE_KEYS, *DERIVED_KEYS], n=1)
+            hint = (f"did you mean {close[0]!r}?" if close
+                    else "valid keys are " + ", ".join(BASE_KEYS))
+            raise ConfigError(f"{source}: unknown key {key!r}; {hint}")
         missing = [k for k in REQUIRED_KEYS if k not in data]
         if missing:
             raise ConfigError(f"{source}: missing key {missing[0]!r}")
@@ -125,12 +143,19 @@ class Config:
                     f"{source}: {side} must equal LOG_BLOCK ({data['LOG_BLOCK']!r}), "
                     f"not {data[side]!r}"
                 )
-        kwargs = {k: data[k] for k in (*REQUIRED_KEYS, "LOG_BUS_WIDTH", "TARGET", "HW_VER")
-                  if k in data}
+        kwargs = {k: data[k] for k in BASE_KEYS if k in data and k != "name"}
         try:
-            return cls(**kwargs, name=name)
+            cfg = cls(**kwargs, name=name)
         except ConfigError as exc:
             raise ConfigError(f"{source}: {exc}") from None
+        for key in DERIVED_KEYS:
+            if key in data:
+                want = cfg.derived(key)
+                if data[key] != want or isinstance(data[key], bool):
+                    raise ConfigError(
+                        f"{source}: {key} is {data[key]!r}, but the base keys give {want!r}; "
+                        f"derived keys are computed, not read: change the LOG_* keys instead")
+        return cfg
 
     def __post_init__(self) -> None:
         for key, (lo, hi) in KEY_RANGES.items():
@@ -269,6 +294,12 @@ class Config:
         """
         return zlib.crc32(f"{self.bitstream}_b{self.BUS_WIDTH}".encode())
 
+    def derived(self, key: str) -> Any:
+        """The value of derived key ``key`` (:data:`DERIVED_KEYS`) as ``describe`` gives it."""
+        if key == "signature":
+            return f"0x{self.signature:08x}"
+        return getattr(self, key)
+
     def to_dict(self) -> dict[str, Any]:
         """The configuration as upstream-style JSON keys."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
@@ -291,3 +322,15 @@ class Config:
             for f in fields(self)
             if f.compare and getattr(self, f.name) != getattr(other, f.name)
         ]
+
+
+#: Keys a configuration file may set (``name`` is a label written by program files).
+BASE_KEYS = (*REQUIRED_KEYS, "LOG_BUS_WIDTH", "TARGET", "HW_VER", "name")
+#: Keys computed from the base keys; a file may carry them (``vta config --json``
+#: writes some), and they must then agree with the base keys.
+DERIVED_KEYS = tuple(sorted(
+    [n for n, v in vars(Config).items() if isinstance(v, property) and n.isupper()]
+    + ["bitstream", "model", "signature"]))
+#: Keys of older upstream ``vta_config.json`` files that no longer mean anything
+#: (the clock settings moved to ``pkg_config.py``); accepted and ignored.
+IGNORED_KEYS = ("HW_FREQ", "HW_CLK_TARGET")

@@ -19,6 +19,7 @@ f2-sim                           AWS wrapper (hdl/aws) and shell models
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 import os
@@ -58,6 +59,103 @@ def _as_config(cfg: Config | str | Path | None) -> Config:
     raise TypeError(f"cfg must be a Config, a preset name or a path, not {type(cfg).__name__}")
 
 
+# ------------------------------------------------------------------ options
+#: Options every backend accepts.  Each is checked here by one rule for all backends;
+#: it reaches a backend's transport only if the plug-in module lists it in ``OPTIONS``,
+#: and is ignored by the others (where it has no meaning).
+COMMON_OPTIONS: dict[str, str] = {
+    "run_timeout": "seconds a run may take (default 600); every backend",
+    "capture": "directory (or .vtaprog file) recording every run (vta.progfile); every backend",
+    "mem_size": "device memory bytes, a power of two in 2**16..2**32 (default: golden 256 MiB, "
+                "verilator 64 MiB, icarus 16 MiB); golden and simulators; f1/f2: the card's",
+    "trace": "True or a file path: per-instruction trace (Device.last_trace); golden and "
+             "simulators",
+    "bus_error": "(addr, nbytes), whole 4 KiB pages answering every access with SLVERR "
+                 "(fault injection); golden and simulators",
+    "waves": "True or a file path: waveform of the session; simulators",
+    "watchdog": "cycles without progress that stop a run (default 1,000,000; 0: off); "
+                "simulators",
+    "timeout": "seconds any request other than a run may take (default 120); simulators",
+    "latency": "DRAM latency in cycles, or (read, write) (default 2); simulators",
+    "stall": "DRAM stall probability per channel and cycle, 0..1 (default 0); simulators",
+    "seed": "DRAM stall generator seed; simulators",
+    "reorder": "True: the DRAM answers reads of different IDs out of order; simulators",
+    "outstanding": "AR / AW requests the DRAM accepts at a time, 1..8 (default 8); simulators",
+}
+
+
+def _check_option(name: str, value: Any) -> Any:
+    """``value`` if it is valid for common option ``name``; ValueError/TypeError otherwise."""
+    def integer(v: Any) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+    if name == "mem_size":
+        if not integer(value) or not 1 << 16 <= value <= 1 << 32 or value & (value - 1):
+            raise ValueError(f"mem_size must be a power of two in 2**16..2**32, not {value!r}")
+        return int(value)
+    if name in ("watchdog", "seed"):
+        if not integer(value) or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0, not {value!r}")
+        return int(value)
+    if name in ("run_timeout", "timeout"):
+        if not number(value) or not value > 0:
+            raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+        return float(value)
+    if name == "latency":
+        pair = value if isinstance(value, (tuple, list)) else (value, value)
+        if len(pair) != 2 or not all(integer(v) and v >= 0 for v in pair):
+            raise ValueError(f"latency must be cycles >= 0 or a (read, write) pair, not {value!r}")
+        return value if integer(value) else (int(pair[0]), int(pair[1]))
+    if name == "stall":
+        if not number(value) or not 0 <= value <= 1:
+            raise ValueError(f"stall must be a probability in 0..1, not {value!r}")
+        return float(value)
+    if name == "outstanding":
+        if not integer(value) or not 1 <= value <= 8:
+            raise ValueError(f"outstanding must be in 1..8, not {value!r}")
+        return int(value)
+    if name == "reorder":
+        if not isinstance(value, bool):
+            raise TypeError(f"reorder must be True or False, not {value!r}")
+        return value
+    if name == "bus_error":
+        if (not isinstance(value, (tuple, list)) or len(value) != 2
+                or not all(integer(v) and v >= 0 and v % 4096 == 0 for v in value)
+                or not value[1]):
+            raise ValueError(f"bus_error must be (addr, nbytes), both multiples of 4096 and "
+                             f"nbytes > 0, not {value!r}")
+        return (int(value[0]), int(value[1]))
+    if name in ("trace", "waves"):
+        if not isinstance(value, (bool, str, Path)) and value is not None:
+            raise TypeError(f"{name} must be True, False or a file path, not {value!r}")
+        return value
+    return value  # capture: checked where it is used
+
+
+def _transport_options(backend: str, module: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The options ``backend``'s plug-in takes; common ones checked, unknown ones refused."""
+    own = getattr(module, "OPTIONS", None)
+    own = frozenset(own) if own is not None else frozenset(options) - set(COMMON_OPTIONS)
+    out = {}
+    for name, value in options.items():
+        if name in COMMON_OPTIONS:
+            value = _check_option(name, value)
+        elif name not in own:
+            valid = sorted({*COMMON_OPTIONS, *own})
+            close = difflib.get_close_matches(name, valid, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "valid: " + ", ".join(valid)
+            raise TypeError(f"unknown option {name!r} for the {backend} backend; {hint}")
+        if name in own:
+            out[name] = value
+        else:
+            log.debug("option %s=%r has no meaning on the %s backend: ignored", name, value,
+                      backend)
+    return out
+
+
 def _load_plugin(backend: str):
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -71,7 +169,7 @@ def _load_plugin(backend: str):
     if not callable(opener):
         raise DeviceError(f"the {backend!r} backend is not available: {module_name} has no "
                           "open_transport(backend, cfg, **options) function")
-    return opener
+    return opener, module
 
 
 def open_device(backend: str = "golden", cfg: Config | str | Path | None = None,
@@ -88,10 +186,14 @@ def open_device(backend: str = "golden", cfg: Config | str | Path | None = None,
         default preset ``"default"``.  The device must implement exactly this
         configuration (checked through its identification registers).
     **options
-        ``run_timeout`` (seconds, default 600) is the driver's default run
-        timeout; ``capture`` (a directory, default ``$VTA_CAPTURE``) writes a
-        program file of every run there (:mod:`vta.progfile`); every other
-        option goes to the backend's transport (for golden: ``mem_size``).
+        The options of :data:`COMMON_OPTIONS` are accepted by every backend,
+        checked by one rule, and ignored where they have no meaning (``waves``
+        on golden, ``mem_size`` on a card); a backend's own options are listed
+        in its plug-in's ``OPTIONS``.  An unknown option is a TypeError naming
+        the closest valid one.  ``run_timeout`` (seconds, default 600) is the
+        driver's default run timeout; ``capture`` (a directory, default
+        ``$VTA_CAPTURE``) writes a program file of every run there
+        (:mod:`vta.progfile`).
 
     Returns
     -------
@@ -99,10 +201,10 @@ def open_device(backend: str = "golden", cfg: Config | str | Path | None = None,
         Use as a context manager, or call :meth:`Device.close`.
     """
     cfg = _as_config(cfg)
-    opener = _load_plugin(backend)
-    run_timeout = float(options.pop("run_timeout", DEFAULT_RUN_TIMEOUT))
+    opener, module = _load_plugin(backend)
+    run_timeout = _check_option("run_timeout", options.pop("run_timeout", DEFAULT_RUN_TIMEOUT))
     capture = options.pop("capture", None) or os.environ.get("VTA_CAPTURE") or None
-    transport = opener(backend, cfg, **options)
+    transport = opener(backend, cfg, **_transport_options(backend, module, options))
     try:
         driver = Driver(transport, cfg)
     except BaseException:
@@ -218,6 +320,11 @@ class Device:
         """:mod:`vta.trace` records of the last run, if the device was opened with ``trace``."""
         transport = self.driver.transport
         return list(transport.last_trace) if getattr(transport, "tracing", False) else None
+
+    @property
+    def mem_size(self) -> int:
+        """Bytes of device memory (addresses 0 .. mem_size - 1; page 0 is never allocated)."""
+        return int(self.driver.transport.mem_size)
 
     # -------------------------------------------------------------- close
     @property

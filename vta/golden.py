@@ -392,6 +392,27 @@ class GoldenModel:
         return np.lib.stride_tricks.as_strided(
             self.mem[start:], shape=(rows, row_bytes), strides=(stride, 1))
 
+    def explain(self, index: int, insn: Insn) -> ExecutionError | None:
+        """The fault instruction ``index`` raises when executed on its own, or None.
+
+        Checks its dependency flags and executes it on the current scratchpads
+        and memory (tokens aside).  The host driver uses this to give the RTL's
+        fault codes the model's own message.
+        """
+        if insn.opcode not in DEFINED_OPCODES:
+            return ExecutionError(f"instruction {index} (fetch): undefined opcode {insn.opcode}",
+                                  module="fetch", index=index, field="opcode")
+        engine = dispatch_engine(insn)
+        flags = sum(int(getattr(insn, f)) << i for i, f in enumerate(DEP_FLAGS))
+        forbidden = _LINKS[engine][flags].forbidden
+        if forbidden:
+            return _forbidden_flag(engine, index, forbidden)
+        try:
+            self._execute[insn.opcode](engine, index, insn, None)
+        except ExecutionError as exc:
+            return exc
+        return None
+
     def _bus_check(self, engine: str, index: int | None, ranges, what: str) -> None:
         """BUS_ERROR if a byte range (in access order) reaches the ``bus_error`` window."""
         if self.bus_error is None:

@@ -181,14 +181,14 @@ wire [1:0]          n_awburst, n_arburst;
 wire                n_awlock, n_arlock;
 wire [3:0]          n_awcache, n_arcache;
 wire                evt_fetch_valid, evt_load_start, evt_load_retire, evt_compute_start;
-wire                evt_compute_retire, evt_store_start, evt_store_retire;
+wire                evt_compute_retire, evt_compute_uop, evt_store_start, evt_store_retire;
 wire [31:0]         evt_fetch_index, evt_load_index, evt_compute_index, evt_store_index;
 wire [ID_WIDTH-1:0] h_bid_unused, h_rid_unused;
 wire _unused_vta = &{1'b0, n_awsize, n_arsize, n_awprot, n_arprot, n_awburst, n_arburst,
                      n_awlock, n_arlock, n_awcache, n_arcache, evt_fetch_valid, evt_load_start,
                      evt_load_retire, evt_compute_start, evt_compute_retire, evt_store_start,
                      evt_store_retire, evt_fetch_index, evt_load_index, evt_compute_index,
-                     evt_store_index, h_bid_unused, h_rid_unused, 1'b0};
+                     evt_store_index, evt_compute_uop, h_bid_unused, h_rid_unused, 1'b0};
 
 vta_top #(
     .LOG_INP_WIDTH(LOG_INP_WIDTH), .LOG_WGT_WIDTH(LOG_WGT_WIDTH),
@@ -228,7 +228,7 @@ vta_top #(
     .evt_load_start(evt_load_start), .evt_load_retire(evt_load_retire),
     .evt_load_index(evt_load_index),
     .evt_compute_start(evt_compute_start), .evt_compute_retire(evt_compute_retire),
-    .evt_compute_index(evt_compute_index),
+    .evt_compute_index(evt_compute_index), .evt_compute_uop(evt_compute_uop),
     .evt_store_start(evt_store_start), .evt_store_retire(evt_store_retire),
     .evt_store_index(evt_store_index)
 );

@@ -109,6 +109,7 @@ module vta_aws_tb #(
     output wire [31:0] store_retired,
 
     // card-memory statistics and checks
+    output wire        dram_busy,
     output wire [31:0] dram_protocol_errors,
     output wire [63:0] dram_read_beats,
     output wire [63:0] dram_write_beats
@@ -218,7 +219,7 @@ vta_dram #(
     .s_axi_rlast(mem_rlast), .s_axi_rvalid(mem_rvalid), .s_axi_rready(mem_rready),
     .bd_req(bd_req_r), .bd_op(bd_op_r), .bd_word(bd_word_r), .bd_count(bd_count_r),
     .bd_ack(bd_ack),
-    .protocol_errors(dram_protocol_errors), .read_beats(dram_read_beats),
+    .busy(dram_busy), .protocol_errors(dram_protocol_errors), .read_beats(dram_read_beats),
     .write_beats(dram_write_beats)
 );
 

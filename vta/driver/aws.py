@@ -52,6 +52,8 @@ from ..errors import DeviceError
 from . import regs
 from .transport import Transport
 
+#: Options of :func:`vta.open_device` the f1 / f2 backends take (the card fixes the rest).
+OPTIONS = frozenset({"slot", "pci_address", "dma", "channel", "platform", "name", "mmio"})
 #: The management PF that follows each slot's application PF (vendor, device).
 MGMT_PF = (0x1D0F, 0x1041)
 #: The application PF of a slot with no AFI loaded.

@@ -40,9 +40,12 @@ from ..config import Config
 from ..errors import DeviceError
 from . import regs
 from .aws import AwsTransport, PciFunction
+from .rtl import OPTIONS as RTL_OPTIONS
 from .rtl import SIMULATORS, RTLTransport
 
 BACKENDS = ("f1-sim", "f2-sim")
+#: Options of :func:`vta.open_device` these backends take.
+OPTIONS = RTL_OPTIONS | {"simulator", "dma", "channel", "pcis_stall"}
 #: AXI ID of host MMIO on the F1 shell's PCIS port (0x00-0x03 are the XDMA channels).
 F1_MMIO_ID = 0x20
 #: AXI ID the F2 shell model gives host MMIO: an arbitrary 16-bit value (the shell's own

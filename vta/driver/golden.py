@@ -32,6 +32,9 @@ from . import regs
 from .host import NO_INDEX
 from .transport import Transport
 
+#: Options of :func:`vta.open_device` this backend takes (the others are ignored here).
+OPTIONS = frozenset({"mem_size", "trace", "bus_error"})
+
 #: Default device memory: 256 MiB, zero-filled lazily by the OS.
 DEFAULT_MEM_SIZE = 1 << 28
 

@@ -411,6 +411,8 @@ class Driver:
             message += f" (error response to the DRAM burst at 0x{address:x})"
         detail_fn = getattr(self.transport, "last_error_detail", None)
         detail = detail_fn() if callable(detail_fn) else None
+        if not detail and code in _EXPLAINED:
+            detail = self.explain_fault(insn_addr, insn_count, module, index, code)
         if detail:
             message += f": {detail}"
         if code == ErrorCode.DEADLOCK:
@@ -418,6 +420,46 @@ class Driver:
             return DeadlockError(message, stuck={module: (index, "")})
         return ExecutionError(message, module=module, index=index,
                               code=code if isinstance(code, ErrorCode) else None, address=address)
+
+    def explain_fault(self, insn_addr: int, insn_count: int, module: str,
+                      index: int | None, code: ErrorCode) -> str | None:
+        """The golden model's message for a fault the device reported only as a code.
+
+        The faulting instruction is read back from device memory and checked by
+        :meth:`vta.golden.GoldenModel.explain` on a scratch model whose micro-op
+        buffer holds what the stream's earlier UOP loads put there (read from
+        device memory now).  Streams longer than :data:`MAX_EXPLAIN` instructions
+        before the fault are explained from the faulting instruction alone.
+        Returns None unless the model finds the same fault (``module``, ``code``).
+        """
+        import numpy as np
+
+        from ..golden import GoldenModel
+        from ..isa import MemId, Opcode, decode
+
+        t = self.transport
+        model = GoldenModel(self.cfg, np.zeros(int(t.mem_size), dtype=np.uint8))
+        try:
+            if index is None:  # a fetch fault without an index: the stream's range
+                model.fetch(insn_addr, insn_count)
+                return None
+            first = max(0, index + 1 - MAX_EXPLAIN)
+            raw = t.mem_read(insn_addr + first * INSN_BYTES, (index + 1 - first) * INSN_BYTES)
+        except ExecutionError as exc:
+            return str(exc) if (exc.module, exc.code) == (module, code) else None
+        except DeviceError:
+            return None
+        insns = [decode(raw[i:i + INSN_BYTES], self.cfg) for i in range(0, len(raw), INSN_BYTES)]
+        for j, insn in enumerate(insns[:-1], start=first):
+            if insn.opcode == Opcode.LOAD and insn.memory_type == MemId.UOP and insn.x_size:
+                start = insn.dram_base * 4
+                end = start + ((insn.y_size - 1) * insn.x_stride + insn.x_size) * 4
+                if insn.y_size and end <= t.mem_size:
+                    model.mem[start:end] = np.frombuffer(t.mem_read(start, end - start),
+                                                         dtype=np.uint8)
+                    model.explain(j, insn)
+        err = model.explain(index, insns[-1])
+        return str(err) if err is not None and (err.module, err.code) == (module, code) else None
 
     # -------------------------------------------------------------- close
     def _check_open(self) -> None:
@@ -429,6 +471,14 @@ class Driver:
         if not self._closed:
             self._closed = True
             self.transport.close()
+
+
+#: Fault codes a single instruction explains (the others depend on timing or on tokens).
+_EXPLAINED = frozenset({ErrorCode.BAD_OPCODE, ErrorCode.BAD_MEMORY_TYPE, ErrorCode.SRAM_RANGE,
+                        ErrorCode.DRAM_RANGE, ErrorCode.BAD_ALU_OPCODE, ErrorCode.BAD_DEP_FLAG,
+                        ErrorCode.STORE_PAD})
+#: Instructions before a fault that :meth:`Driver.explain_fault` reads back at most.
+MAX_EXPLAIN = 1 << 16
 
 
 def _version(word: int) -> str:

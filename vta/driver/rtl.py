@@ -60,6 +60,9 @@ from . import regs
 from .transport import Transport
 
 SIMULATORS = ("verilator", "icarus")
+#: Options of :func:`vta.open_device` this backend takes (see the table above).
+OPTIONS = frozenset({"waves", "trace", "latency", "stall", "seed", "watchdog", "timeout",
+                     "mem_size", "reorder", "outstanding", "bus_error"})
 DEFAULT_MEM_SIZE = {"verilator": 1 << 26, "icarus": 1 << 24}
 DEFAULT_WATCHDOG = 1_000_000
 DEFAULT_TIMEOUT = 120.0
