@@ -82,6 +82,21 @@ def test_double_free_and_foreign_free():
         drv.free(Buffer(0x7000, 8))
 
 
+def test_a_buffer_of_another_device_is_named_so_not_a_double_free():
+    a, b = small_driver(), small_driver()
+    buf_a, buf_b = a.alloc(10), b.alloc(10)
+    assert buf_a.addr == buf_b.addr  # both devices hand out their first page
+    for op in (lambda: b.free(buf_a), lambda: b.write(buf_a, b"x")):
+        with pytest.raises(DeviceError, match=r"of buffer 0x1000 \(10 bytes\): it belongs to "
+                                              r"another device, not this golden device "
+                                              r"\(default\)"):
+            op()
+    a.free(buf_a)
+    with pytest.raises(DeviceError, match="belongs to another device"):
+        b.free(buf_a)  # freed on A: still not B's, and not a double free on B
+    b.free(buf_b)
+
+
 def test_access_outside_a_buffer_names_buffer_offset_and_length():
     drv = small_driver()
     buf = drv.alloc(100)

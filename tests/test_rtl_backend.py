@@ -9,8 +9,8 @@ tests/test_ops.py) run on the simulators with ``--backend verilator
 from __future__ import annotations
 
 import os
-import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -398,15 +398,25 @@ def test_wall_clock_timeout_kills_the_simulator():
     prog = build_matmul(dev.cfg, 4, 8, 4)
     dev.alloc(prog.end)
     with pytest.raises(DeviceTimeoutError,
-                       match=r"did not answer run request within 2 s; it was killed"):
+                       match=r"did not answer run request within 2 s; it was killed") as info:
         dev.run(prog.insn_addr, prog.insn_count, timeout=2)
     assert proc.poll() is not None, "the simulator process must be gone"
     with pytest.raises(DeviceError, match="simulator is not running .*killed after"):
         dev.driver.read_reg("STATUS")
     dev.close()
-    workdir = dev.driver.transport.workdir
-    assert (workdir / "simulator.log").exists(), "the log of a killed simulator is kept"
-    shutil.rmtree(workdir)
+    _check_saved_log(str(info.value), dev.driver.transport.workdir)
+
+
+def _check_saved_log(message: str, workdir: Path) -> None:
+    """The session folder is gone; the log named in ``message`` outlives it (build cache)."""
+    from vta.sim.build import cache_root
+
+    assert not workdir.exists(), "the session folder of a dead simulator is removed at close"
+    import re
+
+    log = Path(re.search(r"(/\S+\.log)\)", message).group(1))
+    assert log.parent == cache_root() / "logs" and log.stat().st_size > 0, message
+    log.unlink()
 
 
 @pytest.mark.parametrize("sim", SIMS)
@@ -417,13 +427,34 @@ def test_crashed_simulator_becomes_an_exception(sim):
     os.killpg(t._proc.pid, signal.SIGKILL)
     t._proc.wait(timeout=10)
     with pytest.raises(DeviceError, match=rf"the {sim} simulator exited \(code -9\) during "
-                                          r"read32 request"):
+                                          r"read32 request") as info:
         dev.driver.read_reg("STATUS")
     with pytest.raises(DeviceError, match="simulator is not running"):
         dev.driver.read_reg("STATUS")
     dev.close()
-    assert (t.workdir / "simulator.log").exists(), "the log of a crashed simulator is kept"
-    shutil.rmtree(t.workdir)
+    _check_saved_log(str(info.value), t.workdir)
+
+
+def test_session_folders_of_dead_processes_are_swept(tmp_path, monkeypatch):
+    """A host process killed outright leaves its $TMPDIR/vta-* folder; the next session
+    removes it (its owner is gone), and leaves folders of live owners and kept waveforms."""
+    import tempfile
+
+    from vta.driver import rtl
+
+    _require("icarus")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale, live, kept = (tmp_path / f"vta-icarus-{n}" for n in ("stale", "live", "kept"))
+    for folder, pid in ((stale, dead.pid), (live, os.getpid()), (kept, dead.pid)):
+        folder.mkdir()
+        (folder / rtl.OWNER_FILE).write_text(str(pid))
+    (kept / rtl.KEEP_FILE).write_text("")
+    with vta.open_device("icarus", "tiny") as dev:
+        assert dev.driver.transport.workdir.parent == tmp_path
+        assert not stale.exists() and live.exists() and kept.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vta-icarus-kept", "vta-icarus-live"]
 
 
 @pytest.mark.parametrize("sim", SIMS)

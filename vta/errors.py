@@ -29,6 +29,9 @@ class ErrorCode(enum.IntEnum):
     BUS_ERROR = 11  # the memory answered a DRAM access with SLVERR or DECERR
 
 
+#: Codes an instruction stream alone can cause (BUS_ERROR comes from the memory).
+PROGRAM_FAULTS = tuple(c for c in ErrorCode if c not in (ErrorCode.NONE, ErrorCode.BUS_ERROR))
+
 _CODE_OF_FIELD = {
     "opcode": ErrorCode.BAD_OPCODE,
     "memory_type": ErrorCode.BAD_MEMORY_TYPE,

@@ -515,6 +515,8 @@ def faults(cfg: Config, mem_size: int) -> list[Program]:
             ],
         )
     )
+    # micro-op 1 has dst depth - 2; the second inner iteration adds 2: exactly index == depth,
+    # the first index out of range (a check written ">" instead of ">=" lets it wrap to 0)
     out.append(
         prog(
             "uop_index_range",
@@ -526,7 +528,7 @@ def faults(cfg: Config, mem_size: int) -> list[Program]:
                     uop_end=2,
                     iter_out=1,
                     iter_in=2,
-                    dst_factor_in=1,
+                    dst_factor_in=2,
                     reset_reg=1,
                 ),
                 fin,

@@ -1,12 +1,37 @@
-"""vta.sim.build: quiet cached builds, and failed builds reported with their log."""
+"""vta.sim.build: quiet cached builds, failed builds reported with their log, cache entries
+that survive the environment that built them, broken entries rebuilt."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
 from vta.sim import build as simbuild
+
+HERE = Path(__file__).resolve().parent
+COUNTER = ("`timescale 1ns/1ps\nmodule count(input wire clk, output reg [3:0] q);\n"
+           "  initial q = 0;\n  always @(posedge clk) q <= q + 1;\nendmodule\n")
+
+try:
+    import cocotb
+except ImportError:  # pragma: no cover - the runners below skip
+    cocotb = None
+
+if cocotb is not None:
+
+    @cocotb.test()
+    async def counts(dut):
+        """The counter counts (a cocotb test for the cached-build runs below)."""
+        from cocotb.clock import Clock
+        from cocotb.triggers import ClockCycles, ReadOnly
+
+        Clock(dut.clk, 10, unit="ns").start()
+        await ClockCycles(dut.clk, 5)
+        await ReadOnly()
+        assert int(dut.q.value) in (4, 5)
 
 
 def test_icarus_build_is_cached_and_a_broken_source_is_reported(tmp_path, monkeypatch, capfd):
@@ -110,3 +135,40 @@ def test_the_verilator_backend_builds_fast(tmp_path, monkeypatch):
     monkeypatch.setattr(simbuild, "host_cpu_flags", lambda: (("-march=native",), "cpu-a"))
     rtl.build_testbench("verilator", vta.Config.load("tiny"))
     assert "-O3" in flags_seen[0] and "-march=native" in flags_seen[0]
+
+
+def test_broken_cache_entry_is_rebuilt(tmp_path, monkeypatch):
+    """A cached build whose simulator file is gone is detected and built again."""
+    monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "count.v"
+    src.write_text(COUNTER)
+    first = simbuild.build("icarus", "count", [src])
+    (first.build_dir / "sim.vvp").unlink()
+    again = simbuild.build("icarus", "count", [src])
+    assert not again.cached and (again.build_dir / "sim.vvp").is_file()
+    assert simbuild.build("icarus", "count", [src]).cached
+
+
+def test_verilator_build_runs_after_the_environment_that_built_it_is_gone(tmp_path,
+                                                                           monkeypatch):
+    """A Verilator build links cocotb's VPI library with a runpath into the building
+    environment; once that is deleted, a later run (from any environment) must still work."""
+    from cocotb_tools import config as cocotb_config
+
+    try:
+        simbuild.simulator_version("verilator")
+    except simbuild.SimulatorError as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "count.v"
+    src.write_text(COUNTER)
+    gone = tmp_path / "old-venv-libs"  # stands for the cocotb libs of a venv deleted later
+    shutil.copytree(cocotb_config.libs_dir, gone)
+    monkeypatch.setattr(cocotb_config, "libs_dir", gone)
+    b = simbuild.build("verilator", "count", [src], build_args=("--output-split", "0"))
+    monkeypatch.undo()
+    monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path / "cache"))
+    shutil.rmtree(gone)
+    again = simbuild.build("verilator", "count", [src], build_args=("--output-split", "0"))
+    assert again.cached and again.build_dir == b.build_dir
+    simbuild.run(again, "test_build", python_path=[HERE], testcase="counts")

@@ -23,6 +23,7 @@ None``, whose text is appended to the decoded error.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import time
 from collections.abc import Iterable
@@ -37,6 +38,9 @@ from .transport import Transport
 
 #: Bytes per device-memory page (upstream ``VTA_PAGE_BYTES``).
 PAGE_BYTES = 4096
+
+#: Numbers drivers (so a buffer knows which device allocated it).
+_DRIVER_NUMBERS = itertools.count(1)
 
 #: ERR_INDEX value meaning "no instruction" (e.g. a stream without FINISH).
 NO_INDEX = 0xFFFFFFFF
@@ -58,6 +62,8 @@ class Buffer:
 
     addr: int
     nbytes: int
+    #: Number of the driver (device) that allocated it (0: none).
+    owner: int = field(default=0, repr=False)
 
     @property
     def pages(self) -> int:
@@ -187,12 +193,16 @@ class Driver:
         self.transport = transport
         self.cfg = cfg
         self.has_timing = bool(getattr(transport, "has_timing", True))
+        self._number = next(_DRIVER_NUMBERS)
         self._live: dict[int, Buffer] = {}
         self._freed: set[int] = set()
         self._closed = False
         self.identify()
         mem_size = int(transport.mem_size)
         self._alloc = _Allocator(mem_size // PAGE_BYTES)
+
+    def _describe(self) -> str:
+        return f"{getattr(self.transport, 'name', 'device')} device ({self.cfg.name})"
 
     # ---------------------------------------------------------- registers
     def read_reg(self, name: str) -> int:
@@ -262,7 +272,7 @@ class Driver:
                 f"device memory exhausted: requested {nbytes} bytes ({npages} pages), "
                 f"{free * PAGE_BYTES} bytes ({free} pages) free, largest free run "
                 f"{self._alloc.largest_run()} pages, of {self.transport.mem_size} bytes")
-        buf = Buffer(first * PAGE_BYTES, nbytes)
+        buf = Buffer(first * PAGE_BYTES, nbytes, self._number)
         self._live[buf.addr] = buf
         self._freed.discard(buf.addr)
         return buf
@@ -272,6 +282,9 @@ class Driver:
         if not isinstance(buf, Buffer):
             raise TypeError(f"free expects a Buffer, not {type(buf).__name__}")
         if self._live.get(buf.addr) is not buf:
+            if buf.owner and buf.owner != self._number:
+                raise DeviceError(f"free of buffer 0x{buf.addr:x} ({buf.nbytes} bytes): it "
+                                  f"belongs to another device, not this {self._describe()}")
             if buf.addr in self._freed or buf.addr in self._live:
                 raise DeviceError(f"double free of buffer 0x{buf.addr:x} ({buf.nbytes} bytes): "
                                   "it was already freed")
@@ -286,6 +299,9 @@ class Driver:
         if not isinstance(buf, Buffer):
             raise TypeError(f"{what} expects a Buffer, not {type(buf).__name__}")
         if self._live.get(buf.addr) is not buf:
+            if buf.owner and buf.owner != self._number:
+                raise DeviceError(f"{what} of buffer 0x{buf.addr:x} ({buf.nbytes} bytes): it "
+                                  f"belongs to another device, not this {self._describe()}")
             raise DeviceError(f"{what} of buffer 0x{buf.addr:x} ({buf.nbytes} bytes): the buffer "
                               "is not allocated (freed or foreign)")
         if offset < 0 or length < 0 or offset + length > buf.nbytes:

@@ -76,6 +76,29 @@ TB_PORTS = ("clk", "rst", "irq", "cmd_*", "bd_req", "bd_op", "bd_word", "bd_coun
             "last_fetch", "load_*", "compute_*", "store_*", "dram_*")
 
 
+#: Session folders name their owner process in this file; a folder whose owner is gone
+#: (killed before it could clean up) is removed when the next session starts.
+OWNER_FILE = "owner.pid"
+#: A session folder with this file is never removed (it holds a waveform asked for).
+KEEP_FILE = "keep"
+#: Logs of crashed or killed simulators kept in the build cache's logs folder.
+KEEP_LOGS = 20
+
+
+def _sweep_stale_sessions() -> None:
+    """Remove ``$TMPDIR/vta-*`` session folders whose owner process no longer runs."""
+    for folder in Path(tempfile.gettempdir()).glob("vta-*"):
+        owner = folder / OWNER_FILE
+        if (folder / KEEP_FILE).exists() or not owner.is_file():
+            continue
+        try:
+            os.kill(int(owner.read_text()), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (OSError, ValueError):
+            continue  # alive (another user's), or unreadable: leave it
+
+
 class SimulatorCrashError(DeviceError):
     """The simulator process died or sent something unexpected."""
 
@@ -168,9 +191,13 @@ class RTLTransport(Transport):
         self.timeout = float(timeout)
         self.mem_size = DEFAULT_MEM_SIZE[simulator] if mem_size is None else int(mem_size)
         self.build = self.build_testbench(bool(waves))
+        _sweep_stale_sessions()
         self.workdir = Path(tempfile.mkdtemp(prefix=f"vta-{backend}-"))
-        # kept after close when it holds the waveform (or, after a crash, the log)
+        (self.workdir / OWNER_FILE).write_text(str(os.getpid()))
+        # kept after close when it holds the waveform
         self.keep_workdir = bool(waves) and not isinstance(waves, (str, Path))
+        if self.keep_workdir:
+            (self.workdir / KEEP_FILE).write_text("holds a waveform\n")
         self.waves_file: Path | None = None
         if waves:
             self.waves_file = (Path(waves).resolve() if isinstance(waves, (str, Path))
@@ -275,16 +302,33 @@ class RTLTransport(Transport):
         proc = self._proc
         code = proc.poll() if proc is not None else None
         self._kill()
+        log = self._save_log()
         if timeout is not None:
             self._dead = f"killed after it did not answer {what} within {timeout:.3g} s"
             return DeviceTimeoutError(
                 f"the {self.name} simulator did not answer {what} within {timeout:.3g} s; it was "
-                f"killed (pid {proc.pid if proc else '?'}; log {self.log_file}):\n"
-                + self._log_tail())
+                f"killed (pid {proc.pid if proc else '?'}; log {log}):\n" + self._log_tail())
         self._dead = f"exited with code {code} during {what}"
         return SimulatorCrashError(
             f"the {self.name} simulator exited (code {code}) during {what}; last lines of its log "
-            f"({self.log_file}):\n" + self._log_tail())
+            f"({log}):\n" + self._log_tail())
+
+    def _save_log(self) -> Path:
+        """A copy of the simulator log that outlives the session folder (logs folder of the
+        build cache, the newest :data:`KEEP_LOGS` kept); the log itself if it cannot be made."""
+        from ..sim.build import cache_root
+
+        folder = cache_root() / "logs"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            dest = folder / f"{self.workdir.name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+            shutil.copyfile(self.log_file, dest)
+            for old in sorted(folder.glob("vta-*.log"), key=lambda p: p.stat().st_mtime)[
+                    :-KEEP_LOGS]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            return self.log_file
+        return dest
 
     def _recv_exact(self, n: int, what: str, deadline: float, timeout: float) -> bytes:
         buf = bytearray(n)
@@ -396,7 +440,7 @@ class RTLTransport(Transport):
                 f"{self.name}: vta_top broke the AXI4 rules {new} time(s) during this run "
                 f"(VALID or payload not held until READY, non-INCR burst, burst crossing "
                 f"4 KiB, or WLAST not on the last beat); the DRAM model's messages are in "
-                f"{self.log_file}:\n" + self._log_tail(10))
+                f"{self._save_log()}:\n" + self._log_tail(10))
         if reply["done"] and reply.get("dram_busy") and self.read32(
                 regs.offset("STATUS")) & regs.STATUS_DONE:
             raise DeviceError(
@@ -476,7 +520,7 @@ class RTLTransport(Transport):
         if self._sock is not None:
             self._sock.close()
         _LIVE.discard(self)
-        if not self.keep_workdir and self._dead is None:
+        if not self.keep_workdir:  # a crashed simulator's log was saved (_save_log)
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def abort(self) -> None:

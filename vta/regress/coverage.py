@@ -40,7 +40,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ..config import TOKEN_QUEUE_DEPTH
-from ..errors import ErrorCode
+from ..errors import PROGRAM_FAULTS
 from ..golden import ENGINES, QUEUES, TraceEvent
 from ..isa import AluOp, MemId, Opcode
 from .generator import COMMAND_QUEUE_DEPTH, FETCH_CHUNK
@@ -62,7 +62,7 @@ GOLDEN_BINS: tuple[str, ...] = (
     *(f"stride:{op}.{k}" for op in ("LOAD", "STORE") for k in ("dense", "gap", "overlap")),
     *(f"nest:{op}.{k}" for op in ("GEMM", "ALU") for k in _NEST),
     *(f"token:{q}.{k}" for q in QUEUES for k in ("full", "empty-wait")),
-    *(f"fault:{c.name}" for c in ErrorCode if c != ErrorCode.NONE),
+    *(f"fault:{c.name}" for c in PROGRAM_FAULTS),
 )
 #: Bins only a simulated backend's monitor gives.
 RTL_BINS: tuple[str, ...] = tuple(f"backpressure:{e}" for e in ENGINES)

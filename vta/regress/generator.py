@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..config import TOKEN_QUEUE_DEPTH, Config
-from ..errors import ErrorCode
+from ..errors import PROGRAM_FAULTS
 from ..golden import ENGINES, POP_QUEUE, PUSH_QUEUE, QUEUES, dispatch_engine
 from ..isa import (
     UOP_BYTES,
@@ -76,8 +76,8 @@ FETCH_CHUNK = 16
 #: Instructions a ``flood-*`` program queues behind its blocked engine.
 FLOOD = COMMAND_QUEUE_DEPTH + 88
 
-#: Fault classes a ``fault-*`` program can hold (every code but NONE).
-FAULTS = tuple(c.name for c in ErrorCode if c != ErrorCode.NONE)
+#: Fault classes a ``fault-*`` program can hold (every code a stream alone can cause).
+FAULTS = tuple(c.name for c in PROGRAM_FAULTS)
 #: (producer engine, push flag, consumer engine, pop flag) of each token queue.
 QUEUE_ENDS: dict[str, tuple[str, str, str, str]] = {
     q: (*next(k for k, v in PUSH_QUEUE.items() if v == q),

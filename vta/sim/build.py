@@ -103,6 +103,14 @@ def sim_env(fast: bool = False) -> dict[str, str]:
     except ImportError:
         pass
     env["PATH"] = os.pathsep.join([*paths, os.environ.get("PATH", "")])
+    libs = _cocotb_libs()
+    if libs is not None:
+        # A Verilator build links cocotb's VPI library with a runpath into the environment
+        # that built it; this environment's copy comes first (the loader searches
+        # LD_LIBRARY_PATH before a RUNPATH), so a cached build runs from any environment
+        # with the same cocotb, including after the one that built it is gone.
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            p for p in (str(libs), os.environ.get("LD_LIBRARY_PATH", "")) if p)
     return env
 
 
@@ -125,6 +133,30 @@ def host_cpu_flags() -> tuple[tuple[str, ...], str]:
     if out.returncode or "-march=" not in out.stdout:
         return (), "generic"
     return ("-march=native",), hashlib.sha256(out.stdout.encode()).hexdigest()[:16]
+
+
+def _cocotb_libs() -> Path | None:
+    """cocotb's shared-library folder in this environment (None without cocotb)."""
+    try:
+        from cocotb_tools import config as cocotb_config
+    except ImportError:
+        return None
+    return Path(cocotb_config.libs_dir)
+
+
+def _broken(b: Build) -> str | None:
+    """Why a cached build cannot run (its simulator file missing, a library unresolved)."""
+    exe = b.build_dir / (b.top if b.simulator == "verilator" else "sim.vvp")
+    if not exe.is_file():
+        return f"{exe.name} is missing"
+    if b.simulator == "verilator" and shutil.which("ldd"):
+        env = {**os.environ, **sim_env()}
+        out = subprocess.run(["ldd", str(exe)], env=env, capture_output=True, text=True,
+                             check=False).stdout
+        missing = [ln.split()[0] for ln in out.splitlines() if "not found" in ln]
+        if missing:
+            return f"{', '.join(missing)} not found"
+    return None
 
 
 @contextlib.contextmanager
@@ -242,7 +274,13 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
     with open(build_dir.parent / f".{build_dir.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder per key; others wait, then reuse
         if stamp.exists() and not force:
-            return Build(simulator, top, build_dir, parameters, waves, cached=True)
+            cached = Build(simulator, top, build_dir, parameters, waves, cached=True)
+            why = _broken(cached)
+            if why is None:
+                return cached
+            logger.warning("the cached %s build of %s in %s cannot run (%s): rebuilding",
+                           simulator, top, build_dir, why)
+            stamp.unlink()
         from cocotb_tools.runner import get_runner
 
         args = list(build_args)

@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""Mutation runner: do the tests notice a plausible bug?
+
+Each mutation below changes one code pattern of ``hdl/``, ``sim/`` or ``vta/golden.py``
+in a way a person could plausibly get wrong (a bound off by one, a lost sign
+extension, a token not pushed, a pad not zeroed, a forwarding path dropped, an
+AXI handshake rule broken, ...).  For each one the runner copies the source tree
+to a scratch folder, applies the mutation there (never in the working tree),
+and runs the tests named for it, cheapest first, until one fails: the mutation
+is then *killed* by that test.  A mutation no listed test fails *survived*:
+either a test is missing, or the mutation does not change behaviour (then it is
+argued equivalent in docs/mutation.md).
+
+Mutations are anchored on code text, not line numbers: ``find`` must occur
+exactly once in the file, or the mutation is reported *stale* (the code was
+rewritten and the mutation must be rewritten with it).
+
+Usage (from the repository root, with the development environment's Python)::
+
+    nice python scripts/mutate.py                     # all mutations, table on stdout
+    python scripts/mutate.py --list                   # names and what each models
+    nice python scripts/mutate.py --only rtl_acc_dst_bound,golden_shr_clip
+    nice python scripts/mutate.py --table docs/mutation.md
+
+RTL mutations rebuild the simulator (Icarus where it is enough, in a cache of
+their own: ``--cache``, default ``~/.cache/vta-mutate``), so a full run takes a
+while on a small machine; one mutation runs at a time.  Not part of the default
+test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# ------------------------------------------------------------------ test selections
+# Each is one pytest invocation (arguments after ``pytest``); cheapest first.
+T_TOP = ("tests/rtl/test_top.py", "-k", "icarus")
+T_TOP_FAULTS = ("tests/rtl/test_top_faults.py", "-k", "icarus")
+T_DMA = ("tests/rtl/test_dma.py", "-k", "icarus")
+T_COMPUTE = ("tests/rtl/test_compute.py", "-k", "icarus")
+T_LOAD = ("tests/rtl/test_load.py", "-k", "icarus")
+T_STORE = ("tests/rtl/test_store.py", "-k", "icarus")
+T_FETCH = ("tests/rtl/test_fetch.py", "-k", "icarus")
+T_ALU = ("tests/rtl/test_alu.py", "-k", "icarus")
+T_GEMM = ("tests/rtl/test_gemm.py", "-k", "icarus")
+T_TOKENS = ("tests/rtl/test_token_queue.py", "-k", "icarus")
+T_FIFO = ("tests/rtl/test_fifo.py", "-k", "icarus")
+T_REGS = ("tests/rtl/test_regs.py", "-k", "icarus")
+T_DRAM = ("tests/sim/test_vta_dram.py", "-k", "icarus")
+T_BACKEND = ("tests/test_rtl_backend.py", "-k", "icarus or in_flight or watchdog_counts")
+T_DIFF = ("tests/test_differential.py", "-k", "icarus")
+T_GOLDEN = ("tests/test_golden.py", "tests/test_driver.py", "tests/test_runtime.py",
+            "tests/test_ops.py", "--backend", "golden")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One plausible bug: replace ``find`` (exactly once in ``file``) with ``replace``."""
+
+    name: str
+    file: str
+    find: str
+    replace: str
+    models: str  # the bug it stands for
+    tests: tuple[tuple[str, ...], ...]
+
+
+M = Mutation
+MUTATIONS: tuple[Mutation, ...] = (
+    # ------------------------------------------------------------ bounds
+    M("rtl_acc_dst_bound", "hdl/vta_compute.v",
+      "wire range_bad = top_dst >= (33'd1 << LOG_ACC_DEPTH)",
+      "wire range_bad = top_dst > (33'd1 << LOG_ACC_DEPTH)",
+      "ACC destination range check >= written as >: index == depth wraps to entry 0",
+      (T_TOP, T_COMPUTE)),
+    M("rtl_inp_src_bound", "hdl/vta_compute.v",
+      "|| (check_src && top_src >= src_depth)",
+      "|| (check_src && top_src > src_depth)",
+      "GEMM/ALU source range check off by one",
+      (T_TOP, T_COMPUTE)),
+    M("rtl_wgt_bound", "hdl/vta_compute.v",
+      "|| (check_wgt && top_wgt >= (33'd1 << LOG_WGT_DEPTH))",
+      "|| (check_wgt && top_wgt > (33'd1 << LOG_WGT_DEPTH))",
+      "WGT index range check off by one",
+      (T_COMPUTE, T_TOP)),
+    M("rtl_load_sram_bound", "hdl/vta_loader.v",
+      "if (sram_end > depth) begin",
+      "if (sram_end > depth + 1) begin",
+      "LOAD scratchpad range check lets one entry past the end",
+      (T_TOP, T_LOAD)),
+    M("rtl_load_dram_bound", "hdl/vta_loader.v",
+      "end else if (dram_end > MEM_SIZE) begin",
+      "end else if (dram_end > MEM_SIZE + 64) begin",
+      "LOAD DRAM range check lets a row run past device memory",
+      (T_TOP, T_LOAD)),
+    M("rtl_store_sram_bound", "hdl/vta_store.v",
+      "end else if (sram_end > (33'd1 << LOG_DEPTH)) begin",
+      "end else if (sram_end > (33'd1 << LOG_DEPTH) + 33'd1) begin",
+      "STORE OUT range check off by one",
+      (T_STORE, T_TOP)),
+    M("rtl_fetch_range", "hdl/vta_fetch.v",
+      "if (stream_end > {1'b0, MEM_SIZE}) begin",
+      "if (stream_end > {1'b0, MEM_SIZE} + 65'd16) begin",
+      "instruction stream range check lets the last instruction hang past memory",
+      (T_TOP, T_FETCH)),
+    # ------------------------------------------------------------ sign extension
+    M("rtl_acc8_sign", "hdl/vta_compute.v",
+      "acc8_wide[e*AL +: AL] = {{(AL-8){acc8_elem[e*8+7]}}, acc8_elem[e*8 +: 8]};",
+      "acc8_wide[e*AL +: AL] = {{(AL-8){1'b0}}, acc8_elem[e*8 +: 8]};",
+      "ACC_8BIT loads zero-extend instead of sign-extending",
+      (T_TOP, T_COMPUTE)),
+    M("rtl_imm_sign", "hdl/vta_compute.v",
+      "wire [ACC_W-1:0] d_b = use_imm ? {LANES{{(AL-16){imm[15]}}, imm}} : d_src;",
+      "wire [ACC_W-1:0] d_b = use_imm ? {LANES{{(AL-16){1'b0}}, imm}} : d_src;",
+      "ALU immediate zero-extended (negative immediates become large positive)",
+      (T_TOP, T_COMPUTE)),
+    M("rtl_gemm_unsigned", "hdl/vta_gemm.v",
+      "* $signed(wgt[(oc*BLOCK+ic)*WW +: WW]);",
+      "* $unsigned(wgt[(oc*BLOCK+ic)*WW +: WW]);",
+      "GEMM weights treated as unsigned",
+      (T_GEMM, T_TOP)),
+    M("rtl_shr_big", "hdl/vta_alu.v",
+      "r[n*32 +: 32] = (y > 32'sd31) ? (x >>> 31) : (x >>> y[4:0]);",
+      "r[n*32 +: 32] = x >>> y[4:0];",
+      "SHR by 32 or more wraps the amount instead of saturating at 31",
+      (T_ALU, T_TOP)),
+    M("rtl_shr_logical", "hdl/vta_alu.v",
+      "(x >>> 31) : (x >>> y[4:0]);",
+      "(x >>> 31) : (x >> y[4:0]);",
+      "SHR logical instead of arithmetic",
+      (T_ALU, T_TOP)),
+    # ------------------------------------------------------------ tokens
+    M("rtl_store_no_s2g", "hdl/vta_store.v",
+      "s2g_push = push_prev;",
+      "s2g_push = 1'b0;",
+      "STORE never pushes its s2g token",
+      (T_STORE, T_TOP)),
+    M("rtl_compute_no_l2g_pop", "hdl/vta_compute.v",
+      "l2g_pop = pop_prev;",
+      "l2g_pop = 1'b0;",
+      "compute waits for an l2g token but does not take it",
+      (T_COMPUTE, T_TOP)),
+    M("rtl_load_no_l2g_push", "hdl/vta_load.v",
+      "l2g_push = push_next;",
+      "l2g_push = 1'b0;",
+      "LOAD never pushes its l2g token",
+      (T_LOAD, T_TOP)),
+    M("rtl_token_full", "hdl/vta_token_queue.v",
+      "assign full = count_reg == DEPTH[CW-1:0];",
+      "assign full = 1'b0;",
+      "token queue never reports full: an overflowing push is silently dropped",
+      (T_TOKENS, T_TOP)),
+    # ------------------------------------------------------------ padding
+    M("rtl_pad_not_zero", "hdl/vta_compute.v",
+      "? (ld_wr_pad ? {ACC_W{1'b0}} : (mt_acc ? acc_elem : acc8_wide))",
+      "? (mt_acc ? acc_elem : acc8_wide)",
+      "ACC loads write the pending element instead of zeros into pad entries",
+      (T_TOP, T_COMPUTE)),
+    M("rtl_pad_rows", "hdl/vta_loader.v",
+      "wire in_rows = wy_reg >= {13'd0, y_pad_0} && wy_reg < {13'd0, y_pad_0} + {1'b0, y_size};",
+      "wire in_rows = wy_reg < {13'd0, y_pad_0} + {1'b0, y_size};",
+      "top padding rows treated as data rows",
+      (T_LOAD, T_TOP)),
+    # ------------------------------------------------------------ loop bounds
+    M("rtl_uop_loop_end", "hdl/vta_compute.v",
+      "wire last_u = u_reg == uop_end - 17'd1;",
+      "wire last_u = u_reg == uop_end - 17'd2;",
+      "micro-op loop stops one micro-op early",
+      (T_COMPUTE, T_TOP)),
+    M("rtl_inner_factor", "hdl/vta_compute.v",
+      "i_dst_next = i_dst_reg + {16'd0, dst_f_in};",
+      "i_dst_next = i_dst_reg + {16'd0, dst_f_out};",
+      "inner loop advances dst by the outer factor",
+      (T_COMPUTE, T_TOP)),
+    # ------------------------------------------------------------ forwarding
+    M("rtl_forward_w1", "hdl/vta_compute.v",
+      "wire [ACC_W-1:0] d_a = (w1_valid_reg && w1_addr_reg == pd_dst_reg) ? w1_data_reg",
+      "wire [ACC_W-1:0] d_a = (1'b0) ? w1_data_reg",
+      "no forwarding of the newest ACC write to the next micro-op's destination",
+      (T_COMPUTE, T_TOP)),
+    M("rtl_forward_src_w2", "hdl/vta_compute.v",
+      ": (w2_valid_reg && w2_addr_reg == pd_src_reg) ? w2_data_reg : pd_b_reg;",
+      ": pd_b_reg;",
+      "no forwarding of the second-newest ACC write to an ALU source",
+      (T_COMPUTE, T_TOP)),
+    # ------------------------------------------------------------ FSM transitions, fault path
+    M("rtl_store_retire_early", "hdl/vta_store.v",
+      "if (!rq_active_reg && sent_reg == total && dma_idle) begin",
+      "if (!rq_active_reg && sent_reg == total) begin",
+      "STORE retires (and the run reports DONE) before its write responses are back",
+      (T_BACKEND, T_STORE, T_TOP)),
+    M("rtl_halt_drops_at_clear", "hdl/vta_regs.v",
+      "assign halt = error_reg || (!start_ok && (pending_reg || !busy_reg));",
+      "assign halt = error_reg || (pending_reg && !start_ok);",
+      "CLEAR releases the engines while a stopped run's DMA beats are still owed (issue 7.1)",
+      (T_TOP_FAULTS, T_BACKEND)),
+    M("rtl_start_no_clear_counters", "hdl/vta_regs.v",
+      "                    clear_cnt = 1'b1;",
+      "                    clear_cnt = 1'b0;",
+      "START does not clear the counters",
+      (T_REGS, T_TOP)),
+    M("rtl_fetch_ignores_halt", "hdl/vta_fetch.v",
+      """    if (halt) begin
+        state_next = STATE_IDLE;
+    end
+end""",
+      """end""",
+      "fetch keeps dispatching after a fault",
+      (T_TOP, T_FETCH)),
+    # ------------------------------------------------------------ AXI handshakes
+    M("rtl_w_overwrite", "hdl/vta_dma_wr.v",
+      "wire w_load = w_owed && (!w_valid_reg || m_axi_wready) && (halt || wr_valid);",
+      "wire w_load = w_owed && (halt || wr_valid);",
+      "a new W beat replaces one still waiting for WREADY (issue 7.2)",
+      (T_DMA, T_TOP_FAULTS)),
+    M("rtl_wlast", "hdl/vta_dma_wr.v",
+      "w_last_next = w_rem_reg == 9'd1;",
+      "w_last_next = w_rem_reg == 9'd0;",
+      "WLAST on the wrong beat",
+      (T_DMA, T_TOP)),
+    M("rtl_ar_overwrite", "hdl/vta_dma_rd.v",
+      "wire ar_load = pick_valid && (!ar_valid_reg || m_axi_arready) && !halt;",
+      "wire ar_load = pick_valid && !halt;",
+      "a new AR burst replaces one still waiting for ARREADY",
+      (T_DMA, T_TOP)),
+    M("rtl_4k_cross", "hdl/vta_dma_rd.v",
+      """always @* begin
+    burst = to_page;
+    if (burst > 13'd256) begin""",
+      """always @* begin
+    burst = 13'd256;
+    if (burst > 13'd256) begin""",
+      "read bursts cross 4 KiB boundaries",
+      (T_DMA, T_TOP)),
+    M("rtl_rresp_ignored", "hdl/vta_dma_rd.v",
+      "assign bus_err = r_take && r_err && !halt;",
+      "assign bus_err = 1'b0;",
+      "RRESP SLVERR/DECERR ignored (issue 7.3)",
+      (T_TOP_FAULTS, T_BACKEND)),
+    M("rtl_bresp_ignored", "hdl/vta_dma_wr.v",
+      "assign bus_err = b_take && m_axi_bresp[1] && !halt;",
+      "assign bus_err = 1'b0;",
+      "BRESP SLVERR/DECERR ignored (issue 7.3)",
+      (T_TOP_FAULTS, T_BACKEND)),
+    M("rtl_fetch_err_index", "hdl/vta_top.v",
+      "err_index = fetch_err_off[35:4];",
+      "err_index = fetch_err_off[35:4] + 32'd1;",
+      "a fetch bus error blames the instruction after the first one of the failing burst",
+      (T_TOP_FAULTS, T_BACKEND)),
+    # ------------------------------------------------------------ the DRAM model's checks
+    M("dram_no_stability_check", "sim/vta_dram.v",
+      """        stable(w_wait, s_axi_wvalid, w_now === w_held, "W");""",
+      "",
+      "the DRAM model stops checking W payload stability",
+      (T_DRAM,)),
+    # ------------------------------------------------------------ golden model
+    M("golden_shr_clip", "vta/golden.py",
+      "right = x >> np.clip(y, 0, 31)",
+      "right = x >> np.clip(y, 0, 32)",
+      "SHR by 32 or more gives 0 instead of the sign (decision 3)",
+      (T_GOLDEN,)),
+    M("golden_token_overflow", "vta/golden.py",
+      "if self.tokens[q] >= TOKEN_QUEUE_DEPTH:",
+      "if self.tokens[q] > TOKEN_QUEUE_DEPTH:",
+      "token queue holds one token more than the hardware",
+      (T_GOLDEN,)),
+    M("golden_nest_bound", "vta/golden.py",
+      "            if top >= depths[k]:",
+      "            if top > depths[k]:",
+      "micro-op index check off by one (index == depth accepted)",
+      (T_GOLDEN,)),
+    M("golden_pad_zero", "vta/golden.py",
+      """        if x_total != insn.x_size or y_total != insn.y_size:
+            block[...] = 0""",
+      """        if False:
+            block[...] = 0""",
+      "padded LOAD leaves stale scratchpad data in the pads",
+      (T_GOLDEN,)),
+    M("golden_bus_error_addr", "vta/golden.py",
+      "addr = max(start - start % self.cfg.BUS_BYTES, lo)",
+      "addr = max(start, lo)",
+      "bus-error address not rounded down to the bus word (the burst's address)",
+      (T_BACKEND, T_GOLDEN)),
+)
+
+
+# ------------------------------------------------------------------ running
+IGNORE = shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info", ".pytest_cache",
+                                ".ruff_cache", "build", "dist")
+
+
+def scratch_copy(dest: Path) -> Path:
+    """The working tree (uncommitted changes included) copied to ``dest``."""
+    shutil.copytree(ROOT, dest, ignore=IGNORE, symlinks=True)
+    return dest
+
+
+def apply(tree: Path, m: Mutation) -> str | None:
+    """Apply ``m`` in ``tree``; an error text when its anchor is not there exactly once."""
+    path = tree / m.file
+    text = path.read_text()
+    count = text.count(m.find)
+    if count != 1:
+        return f"stale: pattern found {count} times in {m.file}"
+    path.write_text(text.replace(m.find, m.replace))
+    return None
+
+
+def run_pytest(tree: Path, args: tuple[str, ...], env: dict[str, str],
+               timeout: float) -> tuple[str, float]:
+    """('pass' | 'fail' | 'timeout', seconds) of ``pytest args`` in ``tree``."""
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *args]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
+                              timeout=timeout, start_new_session=True)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - start
+    out = proc.stdout + proc.stderr
+    if proc.returncode == 5 or "no tests ran" in out:
+        raise SystemExit(f"pytest {' '.join(args)} collected no tests:\n{out[-2000:]}")
+    return ("pass" if proc.returncode == 0 else "fail"), time.monotonic() - start
+
+
+def environment(tree: Path, cache: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(tree)  # the scratch copy's vta, not the installed one
+    env["VTA_CACHE_DIR"] = str(cache)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def check_import(tree: Path, env: dict[str, str]) -> None:
+    out = subprocess.run([sys.executable, "-c", "import vta; print(vta.__file__)"], cwd=tree,
+                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    if not out.startswith(str(tree)):
+        raise SystemExit(f"the scratch tree's vta is not the one imported ({out})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default="", help="comma-separated mutation names")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--table", type=Path, help="write the kill table (Markdown) to this file")
+    ap.add_argument("--timeout", type=float, default=1800.0,
+                    help="seconds one pytest invocation may take (default 1800)")
+    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "vta-mutate",
+                    help="simulator build cache for the mutated trees")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="skip checking that every test selection passes unmutated")
+    args = ap.parse_args(argv)
+
+    chosen = list(MUTATIONS)
+    if args.only:
+        names = set(args.only.split(","))
+        unknown = names - {m.name for m in MUTATIONS}
+        if unknown:
+            raise SystemExit(f"unknown mutation(s): {', '.join(sorted(unknown))}")
+        chosen = [m for m in MUTATIONS if m.name in names]
+    if args.list:
+        for m in MUTATIONS:
+            print(f"{m.name:28s} {m.file:22s} {m.models}")
+        return 0
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="vta-mutate-") as tmp:
+        base = scratch_copy(Path(tmp) / "base")
+        env = environment(base, args.cache)
+        check_import(base, env)
+        if not args.no_baseline:
+            for sel in sorted({t for m in chosen for t in m.tests}):
+                outcome, secs = run_pytest(base, sel, env, args.timeout)
+                print(f"baseline {' '.join(sel)}: {outcome} ({secs:.0f} s)", flush=True)
+                if outcome != "pass":
+                    raise SystemExit("the unmutated tree must pass every selection first")
+        for m in chosen:
+            tree = Path(tmp) / m.name
+            shutil.copytree(base, tree, symlinks=True)
+            start = time.monotonic()
+            error = apply(tree, m)
+            result = error or "SURVIVED"
+            if error is None:
+                env = environment(tree, args.cache)
+                for sel in m.tests:
+                    outcome, _ = run_pytest(tree, sel, env, args.timeout)
+                    if outcome != "pass":
+                        what = "killed" if outcome == "fail" else "killed (timeout)"
+                        result = f"{what} by {sel[0]}"
+                        break
+            secs = time.monotonic() - start
+            rows.append((m, result, secs))
+            print(f"{m.name:28s} {result} ({secs:.0f} s)", flush=True)
+            shutil.rmtree(tree, ignore_errors=True)
+    killed = sum(r.startswith("killed") for _, r, _ in rows)
+    print(f"{killed} of {len(rows)} mutations killed")
+    if args.table:
+        write_table(args.table, rows)
+    return 0 if killed == len(rows) else 1
+
+
+def write_table(path: Path, rows) -> None:
+    """Replace the table between the markers of ``path`` (or write a new file)."""
+    lines = ["| mutation | file | the bug it models | result | seconds |",
+             "|---|---|---|---|---:|"]
+    for m, result, secs in rows:
+        lines.append(f"| `{m.name}` | `{m.file}` | {m.models} | {result} | {secs:.0f} |")
+    killed = sum(r.startswith("killed") for _, r, _ in rows)
+    lines.append("")
+    lines.append(f"{killed} of {len(rows)} killed.")
+    table = "\n".join(lines)
+    begin, end = "<!-- mutate:begin -->", "<!-- mutate:end -->"
+    text = path.read_text() if path.exists() else f"{begin}\n{end}\n"
+    if begin not in text:
+        text += f"\n{begin}\n{end}\n"
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    path.write_text(f"{head}{begin}\n{table}\n{end}{tail}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
