@@ -68,6 +68,7 @@ def test_fast_verilator_builds_target_the_host_cpu_and_are_keyed_by_it(tmp_path,
         def build(self, build_dir, **_):
             flags_seen.append(os.environ["CXXFLAGS"].split())
             build_dir.mkdir(parents=True)
+            (build_dir / "t").touch()  # the simulator file a cached entry must have
 
     monkeypatch.setattr(runner, "get_runner", lambda simulator: Recorder())
     src = tmp_path / "t.v"
