@@ -256,7 +256,7 @@ vta_skid #(
 wire [ID_WIDTH-1:0] r_sel = r_known ? r_id : {ID_WIDTH{1'b0}};
 assign r_ready = halt || !r_known || rd_ready[r_sel[CW-1:0]];
 // RRESP[0] tells SLVERR from DECERR; both are errors
-wire _unused_ok = &{1'b0, m_axi_rresp[0], 1'b0};
+wire _unused_ok = &{1'b0, m_axi_rresp[0], r_sel, 1'b0};
 assign rd_data = r_data;
 
 assign bus_err = r_take && r_err && !halt;

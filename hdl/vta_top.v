@@ -513,8 +513,8 @@ wire [63+ADDR_WIDTH:0] rd_err_wide = {64'd0, rd_bus_err_addr};
 wire [63+ADDR_WIDTH:0] wr_err_wide = {64'd0, wr_bus_err_addr};
 wire [63:0] rd_err_addr64 = rd_err_wide[63:0];
 wire [63:0] wr_err_addr64 = wr_err_wide[63:0];
-wire [63:0] insn_base = {insn_addr[63:4], 4'd0};
-wire [63:0] fetch_err_off = (rd_err_addr64 > insn_base) ? rd_err_addr64 - insn_base : 64'd0;
+wire [63:0] stream_base = {insn_addr[63:4], 4'd0};
+wire [63:0] fetch_err_off = (rd_err_addr64 > stream_base) ? rd_err_addr64 - stream_base : 64'd0;
 wire _unused_err = &{1'b0, rd_err_wide[63+ADDR_WIDTH:64], wr_err_wide[63+ADDR_WIDTH:64],
                      fetch_err_off[63:36], fetch_err_off[3:0], 1'b0};
 
