@@ -277,14 +277,15 @@ def test_fault_with_traffic_in_flight_then_next_run(scenario):
     store = MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0,
                     dram_base=0x10000 // cfg.OUT_ELEM_BYTES, y_size=1, x_size=cfg.OUT_BUFF_DEPTH,
                     x_stride=cfg.OUT_BUFF_DEPTH)
-    if scenario == "reads":  # ACC data 1500 cycles away; the store engine faults first
+    if scenario == "reads":  # ACC data 1500 cycles away; the store engine faults after a
+        # long STORE, long after the ACC load asked for its data
         opts = {"latency": (1500, 2), "watchdog": 20000}
         insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC, sram_base=100,
                          dram_base=0x11000 // cfg.ACC_ELEM_BYTES, y_size=1, x_size=1,
                          x_stride=1),
-                 nop_c, MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, x_size=1, y_size=1,
-                                x_pad_0=1)]
-        want = ("store", ErrorCode.STORE_PAD, 2, None)
+                 nop_c, store, MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, x_size=1,
+                                       y_size=1, x_pad_0=1)]
+        want = ("store", ErrorCode.STORE_PAD, 3, None)
     else:  # W mostly not ready; compute faults while the STORE's beats wait
         opts = {"stall": 0.9, "seed": 3, "latency": (2, 3000), "watchdog": 20000}
         insns = [store, GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=0, uop_end=1,
