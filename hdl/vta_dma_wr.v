@@ -93,9 +93,9 @@ reg [7:0]             aw_len_reg, aw_len_next;
 reg [8:0]             w_rem_reg, w_rem_next;
 // the W register
 reg                   w_valid_reg, w_valid_next;
-reg [(1<<LOG_BUS_WIDTH)-1:0] w_data_reg, w_data_next;
-reg [SW-1:0]          w_strb_reg, w_strb_next;
-reg                   w_last_reg, w_last_next;
+reg [(1<<LOG_BUS_WIDTH)-1:0] w_data_reg;
+reg [SW-1:0]          w_strb_reg;
+reg                   w_last_reg;
 // bursts waiting for their response, and their addresses (oldest at b_rp_reg)
 reg [LOG_OUTSTANDING:0]   b_owed_reg, b_owed_next;
 reg [ADDR_WIDTH-1:0]      b_addr [0:(1<<LOG_OUTSTANDING)-1];
@@ -157,9 +157,6 @@ always @* begin
     aw_len_next = aw_len_reg;
     w_rem_next = w_rem_reg;
     w_valid_next = w_valid_reg;
-    w_data_next = w_data_reg;
-    w_strb_next = w_strb_reg;
-    w_last_next = w_last_reg;
 
     if (m_axi_awready) begin
         aw_valid_next = 1'b0;
@@ -174,9 +171,6 @@ always @* begin
     end
     if (w_load) begin
         w_valid_next = 1'b1;
-        w_data_next = halt ? {(1<<LOG_BUS_WIDTH){1'b0}} : wr_data;
-        w_strb_next = halt ? {SW{1'b0}} : wr_strb;
-        w_last_next = w_rem_reg == 9'd1;
         w_rem_next = w_rem_reg - 9'd1;
     end
     if (aw_load) begin
@@ -201,6 +195,12 @@ always @(posedge clk) begin
     if (aw_load) begin
         b_addr[b_wp_reg] <= addr_reg;
     end
+    // the W payload: held until WREADY (w_load only when the register is free or taken)
+    if (w_load) begin
+        w_data_reg <= wr_data;
+        w_strb_reg <= halt ? {SW{1'b0}} : wr_strb;
+        w_last_reg <= w_rem_reg == 9'd1;
+    end
 end
 
 always @(posedge clk) begin
@@ -212,9 +212,6 @@ always @(posedge clk) begin
     aw_len_reg <= aw_len_next;
     w_rem_reg <= w_rem_next;
     w_valid_reg <= w_valid_next;
-    w_data_reg <= w_data_next;
-    w_strb_reg <= w_strb_next;
-    w_last_reg <= w_last_next;
     b_owed_reg <= b_owed_next;
     if (aw_load) begin
         b_wp_reg <= b_wp_reg + 1'b1;
