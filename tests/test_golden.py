@@ -32,6 +32,8 @@ from vta.programs import build_matmul
 
 DEFAULT = Config.load("default")
 TINY = Config.load("tiny")
+#: TINY with a batch of 2: input rows and accumulators hold two vectors
+TINY_B2 = Config(**{**TINY.to_dict(), "LOG_BATCH": 1})
 FINISH = GemmInsn(opcode=Opcode.FINISH)
 
 
@@ -623,14 +625,25 @@ def test_block_decoding_equals_decode_word(cfg):
     words = rng.integers(0, 2**63, (600, 2), dtype=np.int64).astype(np.uint64) * 2 + \
         rng.integers(0, 2, (600, 2), dtype=np.int64).astype(np.uint64)  # all 64 bits random
     words[:, 0] = (words[:, 0] & ~np.uint64(7)) | (np.arange(600) % 5).astype(np.uint64)
-    block = golden._decode_block(words, golden._decoding_tables(cfg))
+    rig = Rig(cfg)
+    addr = rig.place(words.astype("<u8"))
+    fetched, codes, queues = rig.model.fetch(addr, len(words))
+    block = golden._decode_block(fetched, codes, rig.model._decoding)
+    engines = []
     for (low, high), (insn, links) in zip(words.tolist(), block, strict=True):
         expected = decode_word(low | high << 64, cfg)
         assert insn == expected and type(insn) is type(expected)
         engine = golden.dispatch_engine(expected)
-        flags = [f for f in ("pop_prev_dep", "pop_next_dep") if getattr(expected, f)]
+        engines.append(engine)
+        flags = [f for f in golden.DEP_FLAGS if getattr(expected, f)]
         assert links.pops == tuple(golden.POP_QUEUE[(engine, f)] for f in flags
                                    if (engine, f) in golden.POP_QUEUE)
+        assert links.pushes == tuple((golden.PUSH_QUEUE[(engine, f)], f) for f in flags
+                                     if (engine, f) in golden.PUSH_QUEUE)
+        assert links.forbidden == next(
+            (f for f in flags if f in golden.FORBIDDEN_FLAGS[engine]), None)
+    for engine, indices in queues.items():
+        assert indices.tolist() == [i for i, e in enumerate(engines) if e == engine]
     assert any(insn.imm < 0 for insn, _ in block if insn.opcode == Opcode.ALU)
 
 
@@ -656,37 +669,48 @@ def test_long_stream_decodes_in_bounded_memory(monkeypatch):
 
 
 @pytest.mark.parametrize("layout, uops, loops", [
-    # 2 inputs x 3 weights, destination w*2 + x: one product per weight
-    ("weight-major", [Uop(0, 0, 0), Uop(2, 0, 1), Uop(4, 0, 2)], dict(
+    # 2 inputs x 3 weights, destination w*2 + x: the product table itself
+    ("table", [Uop(0, 0, 0), Uop(2, 0, 1), Uop(4, 0, 2)], dict(
         iter_out=2, iter_in=3, dst_factor_out=1, src_factor_out=5, src_factor_in=1,
         wgt_factor_in=4)),
-    # destination x*3 + w: the product table in order
-    ("input-major", [Uop(0, 0, 0), Uop(1, 0, 1), Uop(2, 0, 2)], dict(
+    # weights and inputs in descending order: the table too, its keys in that order
+    ("table", [Uop(0, 7, 2), Uop(1, 3, 2), Uop(2, 7, 1), Uop(3, 3, 1), Uop(4, 7, 0),
+               Uop(5, 3, 0)], dict(iter_out=1, iter_in=1)),
+    # destination x*3 + w: the product table transposed, picked
+    ("picked", [Uop(0, 0, 0), Uop(1, 0, 1), Uop(2, 0, 2)], dict(
         iter_out=2, iter_in=3, dst_factor_out=3, src_factor_out=5, src_factor_in=1,
         wgt_factor_in=4)),
     # every combination, destinations in another order: picked from the table
     ("picked", [Uop(5, 0, 0), Uop(0, 0, 1), Uop(3, 0, 2)], dict(
         iter_out=2, iter_in=1, dst_factor_out=1, src_factor_out=7)),
-    # weight-major blocks but inputs reversed inside each: picked too
-    ("picked", [Uop(1, 0, 0), Uop(0, 5, 0)], dict(
+    # weight-major blocks, inputs in descending order inside each: the table
+    ("table", [Uop(1, 0, 0), Uop(0, 5, 0)], dict(
         iter_out=3, iter_in=1, dst_factor_out=2, wgt_factor_out=4)),
     # input-major blocks but weights reversed inside each: picked
     ("picked", [Uop(1, 0, 0), Uop(0, 0, 4)], dict(
         iter_out=3, iter_in=1, dst_factor_out=2, src_factor_out=5)),
+    # a whole table in destination order but for one destination taken twice: summed
+    ("picked", [Uop(2, 1, 0), Uop(0, 0, 0), Uop(2, 2, 0)], dict(iter_out=1, iter_in=1)),
+    # inputs repeating in destination order, but the second block mixes two weights
+    ("picked", [Uop(0, 5, 0), Uop(1, 6, 0), Uop(2, 5, 1), Uop(3, 6, 2)], dict(
+        iter_out=1, iter_in=1)),
+    # two pairs of the first weight, one of the second: not a whole table
+    ("picked", [Uop(0, 0, 0), Uop(1, 1, 0), Uop(2, 0, 1)], dict(iter_out=1, iter_in=1)),
     # a diagonal: few of the combinations, one product per weight's group
     ("grouped", [Uop(k, k, k) for k in range(6)], dict(iter_out=1, iter_in=2, src_factor_in=9,
                                                         wgt_factor_in=9)),
 ])
-def test_gemm_product_layouts_match_the_serial_result(layout, uops, loops):
+@pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["batch1", "batch2"])
+def test_gemm_product_layouts_match_the_serial_result(layout, uops, loops, cfg):
     """Each way the plan turns products into destinations, against the one-at-a-time sum."""
     rng = np.random.default_rng(31)
-    rig = Rig(TINY)
+    rig = Rig(cfg)
     sp = rig.model.sp
     sp.acc[:] = rand(rng, sp.acc.shape, -2**31, 2**31, np.int32)
     sp.inp[:] = rand(rng, sp.inp.shape, -128, 128, np.int8)
     sp.wgt[:] = rand(rng, sp.wgt.shape, -128, 128, np.int8)
     for k, u in enumerate(uops):
-        sp.uop[k] = int.from_bytes(encode_uop(u, TINY), "little")
+        sp.uop[k] = int.from_bytes(encode_uop(u, cfg), "little")
     insn = GemmInsn(opcode=Opcode.GEMM, uop_end=len(uops), **loops)
     acc, out = nest_reference(sp, uops, insn)
     rig.run([insn, FINISH])

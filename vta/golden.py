@@ -28,6 +28,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -75,6 +76,9 @@ _LOAD_TYPES = {MemId.INP: ("inp", "inp"), MemId.WGT: ("wgt", "wgt"), MemId.UOP: 
                MemId.ACC: ("acc", "acc"), MemId.ACC_8BIT: ("acc", "acc8")}
 
 _FINISH = int(Opcode.FINISH)
+_WORD = np.dtype("<u8")  # instructions are two little-endian 64-bit words
+#: Memory types the LOAD/STORE paths compare with (an enum member lookup is slow).
+_OUT, _WGT, _ACC_8BIT = int(MemId.OUT), int(MemId.WGT), int(MemId.ACC_8BIT)
 #: Instructions decoded together, and decoded blocks a run keeps (older ones are dropped).
 _BLOCK = 1024
 _BLOCKS_KEPT = 64
@@ -82,6 +86,8 @@ _BLOCKS_KEPT = 64
 CHUNK_UOPS = 1 << 16
 #: Micro-ops the cached plans of one model may cover in all (beyond it the cache is emptied).
 PLAN_CACHE_UOPS = 1 << 21
+#: Bytes of float weight matrices a model keeps for reuse (beyond it they are dropped).
+_WGT_FLOAT_BYTES = 4 << 20
 
 
 def dispatch_engine(insn: Insn) -> str:
@@ -91,22 +97,6 @@ def dispatch_engine(insn: Insn) -> str:
     if insn.opcode == Opcode.LOAD and insn.memory_type in (MemId.INP, MemId.WGT):
         return "load"
     return "compute"
-
-
-def _engine_table() -> np.ndarray:
-    """Engine number (index in ENGINES) for each (opcode | memory_type << 3)."""
-    table = np.zeros(64, dtype=np.intp)
-    for op in range(8):
-        cls = insn_class(op)
-        for mem_type in range(8):
-            insn = cls(opcode=op, memory_type=mem_type) if cls is MemInsn else cls(opcode=op)
-            table[op | mem_type << 3] = ENGINES.index(dispatch_engine(insn))
-    return table
-
-
-#: Engine of each (opcode, memory type); whether each opcode (3 bits) is defined.
-_ENGINE_OF = _engine_table()
-_DEFINED = np.array([op in DEFINED_OPCODES for op in range(8)])
 
 
 @dataclass
@@ -158,6 +148,10 @@ class Scratchpads:
     ``uop`` is (depth,) uint32; ``inp``/``wgt``/``acc``/``out`` are (depth,
     rows, lanes).  ``raw[name]`` views a buffer as (depth, element bytes)
     uint8; ``acc2``/``out2`` view ACC/OUT as (depth, BATCH x BLOCK_OUT).
+
+    ``wgt_float`` holds weight tiles GEMM plans converted to float matrices,
+    by (plan, WGT base); it is only valid while WGT is unchanged, and the model
+    empties it whenever WGT may have changed (a LOAD of WGT, the start of a run).
     """
 
     def __init__(self, cfg: Config):
@@ -169,8 +163,13 @@ class Scratchpads:
         self.out = np.zeros((cfg.OUT_BUFF_DEPTH, b, bo), dtype=np.int8)
         self.raw = {name: arr.view(np.uint8).reshape(arr.shape[0], -1)
                     for name, arr in self.buffers().items()}
+        for raw in self.raw.values():
+            # written now, not at first use (as upstream's fsim zero-fills its SRAMs when a
+            # device is made): NumPy's zeros are untouched pages a run would fault in
+            raw.fill(0)
         self.acc2 = self.acc.reshape(cfg.ACC_BUFF_DEPTH, b * bo)
         self.out2 = self.out.reshape(cfg.OUT_BUFF_DEPTH, b * bo)
+        self.wgt_float: dict[tuple[object, int], np.ndarray] = {}
 
     def buffers(self) -> dict[str, np.ndarray]:
         """The five buffers by name."""
@@ -216,7 +215,6 @@ class GoldenModel:
         self.sp = Scratchpads(cfg)
         self.counters = Counters()
         self.tokens = dict.fromkeys(QUEUES, 0)
-        self._mem_type_lo = next(f.lo for f in layout("mem", cfg) if f.name == "memory_type")
         self._plans: dict = {}
         self.bus_error: tuple[int, int] | None = None
         self._nests: dict = {}  # whole one-piece nests: loop fields + micro-ops -> pieces
@@ -228,7 +226,12 @@ class GoldenModel:
                          Opcode.FINISH: lambda *_: None}  # FINISH: only its tokens
         self._plan_uops = 0
         self._depth = {name: arr.shape[0] for name, arr in self.sp.buffers().items()}
-        self._elem_bytes = {name: raw.shape[1] for name, raw in self.sp.raw.items()}
+        #: loadable memory type -> (its buffer's entries as rows, DRAM bytes per entry, counter)
+        self._load_targets = {}
+        for mem_type, (buf, prefix) in _LOAD_TYPES.items():
+            # ACC_8BIT: one int8 lane per byte, sign-extended into the int32 accumulator
+            rows = self.sp.acc2 if mem_type == MemId.ACC_8BIT else self.sp.raw[buf]
+            self._load_targets[mem_type] = (rows, rows.shape[1], f"{prefix}_load_bytes")
         uop_fields = layout("uop", cfg)
         # kind -> (fields used, their (lo, mask), the same as (k, 1) arrays, buffer depths)
         self._nest_fields = {}
@@ -252,58 +255,56 @@ class GoldenModel:
         """
         self.counters = counters = Counters()
         self.tokens = tokens = dict.fromkeys(QUEUES, 0)
-        words, queues = self.fetch(insn_addr, insn_count)
-        stream = _Stream(words, self._decoding)
-        positions = dict.fromkeys(ENGINES, 0)  # next position in each engine's queue
-        heads: dict[str, tuple[int, Insn, _Links]] = {}  # decoded, not yet retired
-        retired = dict.fromkeys(ENGINES, 0)
+        self.sp.wgt_float.clear()  # WGT may have been written from outside since the last run
+        words, codes, queues = self.fetch(insn_addr, insn_count)
+        stream = _Stream(words, codes, self._decoding)
+        execute = self._execute
+        upcoming = [_indices(queues[engine]) for engine in ENGINES]  # what each engine runs
+        heads: list[tuple[int, Insn, _Links] | None] = [None] * 3  # decoded, not yet retired
+        retired = [0] * 3
         effects: dict[str, int] = {}  # counter -> amount added by retired instructions
         finished = False
         try:
-            while True:
+            progress = True
+            while progress:  # one pass: each engine retires at most one instruction, in turn
                 progress = False
-                for engine in ENGINES:
-                    head = heads.get(engine)
+                for e, engine in enumerate(ENGINES):
+                    head = heads[e]
                     if head is None:
-                        if positions[engine] == queues[engine].size:
-                            continue
-                        index = int(queues[engine][positions[engine]])
+                        index = next(upcoming[e], None)
+                        if index is None:
+                            continue  # the engine ran all its instructions
                         insn, links = stream.get(index)
                         if links.forbidden:
                             raise _forbidden_flag(engine, index, links.forbidden)
-                        head = heads[engine] = (index, insn, links)
+                        head = heads[e] = (index, insn, links)
                     index, insn, links = head
-                    if links.pops and not all(tokens[q] for q in links.pops):
+                    if links.pops and not all(map(tokens.__getitem__, links.pops)):
                         continue  # blocked on an empty queue
                     if deadline is not None and time.monotonic() >= deadline:
                         raise RunTimeoutError(
                             f"instruction {index} ({engine}): the run passed its deadline",
                             module=engine, index=index)
-                    effect = self._execute[insn.opcode](engine, index, insn, deadline)
+                    effect = execute[insn.opcode](engine, index, insn, deadline)
                     if links.pushes:
                         self._push(engine, index, links)
                     for q in links.pops:
                         tokens[q] -= 1
                     if effect is not None:
                         effects[effect[0]] = effects.get(effect[0], 0) + effect[1]
-                    retired[engine] += 1
+                    retired[e] += 1
                     finished |= insn.opcode == _FINISH
-                    positions[engine] += 1
-                    del heads[engine]
+                    heads[e] = None
                     progress = True
                     if trace is not None:
                         trace(TraceEvent(engine, index, insn, links.pops,
                                          tuple(q for q, _ in links.pushes)))
-                if not progress:
-                    break
         finally:
             for name, amount in effects.items():
                 setattr(counters, name, amount)
-            counters.load_insns, counters.compute_insns, counters.store_insns = (
-                retired[e] for e in ENGINES)
-        stuck = {engine: (heads[engine][0], next(q for q in heads[engine][2].pops
-                                                 if tokens[q] == 0))
-                 for engine in ENGINES if engine in heads}
+            counters.load_insns, counters.compute_insns, counters.store_insns = retired
+        stuck = {engine: (head[0], next(q for q in head[2].pops if tokens[q] == 0))
+                 for engine, head in zip(ENGINES, heads, strict=True) if head is not None}
         if stuck:
             detail = "; ".join(
                 f"{engine} at instruction {index} waits on {queue} (empty)"
@@ -317,14 +318,17 @@ class GoldenModel:
                 code=ErrorCode.NO_FINISH)
         return counters
 
-    def fetch(self, insn_addr: int, insn_count: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def fetch(self, insn_addr: int, insn_count: int
+              ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """Read the instruction stream and dispatch it (the fetch engine).
 
         Returns the stream as (insn_count, 2) little-endian 64-bit words (a
         copy: a run that stores over its own stream still executes what was
-        fetched) and, per engine, the indices of its instructions in order.
-        An undefined opcode anywhere faults here, before anything executes;
-        instructions are decoded when their engine reaches them (:class:`_Stream`).
+        fetched), each instruction's links code (its engine << 4 | its flag
+        bits, an index of ``_LINKS_BY_CODE``) and, per engine, the indices of
+        its instructions in order.  An undefined opcode anywhere faults here,
+        before anything executes; instructions are decoded when their engine
+        reaches them (:class:`_Stream`).
         """
         if insn_count < 0:
             raise ExecutionError(f"insn_count must be >= 0, not {insn_count}",
@@ -335,18 +339,19 @@ class GoldenModel:
                 f"fetch: instructions at 0x{insn_addr:x}..0x{end:x} lie outside device memory "
                 f"(0x{self.mem.size:x} bytes)", module="fetch", field="insn_addr")
         self._bus_check("fetch", None, [(insn_addr, end)], "instructions")
-        words = self.mem[insn_addr:end].copy().view("<u8").reshape(insn_count, 2)
-        low = words[:, 0]
-        opcodes = (low & 0x7).astype(np.intp)
-        undefined = np.flatnonzero(~_DEFINED[opcodes])
-        if undefined.size:
-            index = int(undefined[0])
+        words = self.mem[insn_addr:end].copy().view(_WORD).reshape(insn_count, 2)
+        # links code (engine << 4 | flag bits) of each instruction; -1: undefined opcode
+        codes = self._decoding.codes[(words[:, 0] & self._decoding.key_mask).astype(np.intp)]
+        if insn_count and codes.min() < 0:
+            index = int(np.flatnonzero(codes < 0)[0])
             raise ExecutionError(
-                f"instruction {index} (fetch): undefined opcode {int(opcodes[index])}",
+                f"instruction {index} (fetch): undefined opcode {int(words[index, 0]) & 0x7}",
                 module="fetch", index=index, field="opcode")
-        engines = _ENGINE_OF[opcodes | ((low >> np.uint64(self._mem_type_lo)) & 0x7).astype(
-            np.intp) << 3]
-        return words, {name: np.flatnonzero(engines == e) for e, name in enumerate(ENGINES)}
+        engines = codes >> 4
+        by_engine = np.argsort(engines, kind="stable")  # stream order within each engine
+        ends = np.bincount(engines, minlength=len(ENGINES)).cumsum().tolist()
+        return words, codes, {name: by_engine[start:end] for name, start, end in zip(
+            ENGINES, [0, *ends], ends, strict=False)}
 
     # -------------------------------------------------------------- tokens
     def _push(self, engine: str, index: int, links: _Links) -> None:
@@ -367,30 +372,31 @@ class GoldenModel:
 
     def _dram_rows(self, engine: str, index: int, insn: MemInsn, elem_bytes: int) -> np.ndarray:
         """View (y_size, x_size * elem_bytes) of the DRAM rows of a LOAD/STORE."""
+        mem = self.mem
+        rows, row_bytes = insn.y_size, insn.x_size * elem_bytes
         start = insn.dram_base * elem_bytes
-        row_bytes = insn.x_size * elem_bytes
-        stride = insn.x_stride * elem_bytes
-        rows = insn.y_size
-        end = start + (rows - 1) * stride + row_bytes if rows else start
-        if end > self.mem.size:
-            raise self._fault(
-                engine, index, "dram_base",
-                f"DRAM access 0x{start:x}..0x{end:x} (dram_base {insn.dram_base}, y_size "
-                f"{rows}, x_stride {insn.x_stride}) lies outside device memory "
-                f"(0x{self.mem.size:x} bytes)")
+        step = insn.x_stride * elem_bytes if rows > 1 else row_bytes  # from a row to the next
+        plain = step >= row_bytes and start + rows * step <= mem.size  # the usual case
+        if not plain:
+            end = start + (rows - 1) * step + row_bytes if rows else start
+            if end > mem.size:
+                raise self._fault(
+                    engine, index, "dram_base",
+                    f"DRAM access 0x{start:x}..0x{end:x} (dram_base {insn.dram_base}, y_size "
+                    f"{rows}, x_stride {insn.x_stride}) lies outside device memory "
+                    f"(0x{mem.size:x} bytes)")
         if self.bus_error is not None:
-            self._bus_check(engine, index, [(start + y * stride, start + y * stride + row_bytes)
+            self._bus_check(engine, index, [(start + y * step, start + y * step + row_bytes)
                                             for y in range(rows)], f"dram_base {insn.dram_base}")
-        if rows <= 1 or stride == row_bytes:
-            return self.mem[start:start + rows * row_bytes].reshape(rows, row_bytes)
-        if stride < row_bytes:
+        if plain:
+            return mem[start:start + rows * step].reshape(rows, step)[:, :row_bytes]
+        if step < row_bytes:
             # Overlapping rows are legal for loads; build the view explicitly.
-            idx = start + np.arange(rows)[:, None] * stride + np.arange(row_bytes)
-            return self.mem[idx]
-        if start + rows * stride <= self.mem.size:
-            return self.mem[start:start + rows * stride].reshape(rows, stride)[:, :row_bytes]
+            idx = start + np.arange(rows)[:, None] * step + np.arange(row_bytes)
+            return mem[idx]
+        # the last row ends at the end of memory, before a whole step
         return np.lib.stride_tricks.as_strided(
-            self.mem[start:], shape=(rows, row_bytes), strides=(stride, 1))
+            mem[start:], shape=(rows, row_bytes), strides=(step, 1))
 
     def explain(self, index: int, insn: Insn) -> ExecutionError | None:
         """The fault instruction ``index`` raises when executed on its own, or None.
@@ -433,73 +439,71 @@ class GoldenModel:
     def _load(self, engine: str, index: int, insn: MemInsn,
               deadline: float | None = None) -> tuple[str, int] | None:
         mem_type = insn.memory_type
-        if mem_type not in _LOAD_TYPES:
+        target = self._load_targets.get(mem_type)
+        if target is None:
             what = "OUT cannot be loaded" if mem_type == MemId.OUT else "undefined"
             raise self._fault(engine, index, "memory_type",
                               f"LOAD memory_type {mem_type} ({what})")
-        if insn.x_size == 0:
+        x_size, y_size = insn.x_size, insn.y_size
+        if x_size == 0:
             return None  # sync no-op: only its flags matter
-        buf, counter = _LOAD_TYPES[mem_type]
-        depth = self._depth[buf]
-        x_total = insn.x_pad_0 + insn.x_size + insn.x_pad_1
-        y_total = insn.y_pad_0 + insn.y_size + insn.y_pad_1
-        if insn.sram_base + x_total * y_total > depth:
+        sram, elem_bytes, counter = target  # (depth, lanes) buffer, bytes per entry in DRAM
+        base = insn.sram_base
+        x_total = insn.x_pad_0 + x_size + insn.x_pad_1
+        y_total = insn.y_pad_0 + y_size + insn.y_pad_1
+        if base + x_total * y_total > sram.shape[0]:
+            name = MemId(mem_type).name
             raise self._fault(
                 engine, index, "sram_base",
-                f"LOAD {MemId(mem_type).name} writes SRAM entries {insn.sram_base}.."
-                f"{insn.sram_base + x_total * y_total - 1}, beyond the {depth}-entry "
-                f"{buf.upper()} buffer")
-        if mem_type == MemId.ACC_8BIT:
-            # int8 lanes, sign-extended into the int32 accumulator on the way in
-            sram = self.sp.acc2
-            elem_bytes = sram.shape[1]
-            rows = self._dram_rows(engine, index, insn, elem_bytes).view(np.int8)
-        else:
-            elem_bytes = self._elem_bytes[buf]
-            rows = self._dram_rows(engine, index, insn, elem_bytes)
-            sram = self.sp.raw[buf]
-        lanes = sram.shape[1]  # explicit: a LOAD of padding only (y_size 0) has no rows
-        block = sram[insn.sram_base:insn.sram_base + x_total * y_total]
-        if x_total == insn.x_size and y_total == insn.y_size:
-            block[...] = rows.reshape(block.shape)
+                f"LOAD {name} writes SRAM entries {base}..{base + x_total * y_total - 1}, "
+                f"beyond the {sram.shape[0]}-entry {_LOAD_TYPES[mem_type][0].upper()} buffer")
+        rows = self._dram_rows(engine, index, insn, elem_bytes)
+        if mem_type == _ACC_8BIT:
+            rows = rows.view(np.int8)
+        elif mem_type == _WGT:
+            self.sp.wgt_float.clear()
+        block = sram[base:base + x_total * y_total]
+        if x_total == x_size and y_total == y_size:
+            block.reshape(rows.shape)[...] = rows
         else:  # zeros around the rows
+            lanes = sram.shape[1]  # explicit: a LOAD of padding only (y_size 0) has no rows
             block = block.reshape(y_total, x_total, lanes)
             block[...] = 0
-            block[insn.y_pad_0:insn.y_pad_0 + insn.y_size,
-                  insn.x_pad_0:insn.x_pad_0 + insn.x_size] = rows.reshape(insn.y_size,
-                                                                          insn.x_size, lanes)
-        return f"{counter}_load_bytes", insn.y_size * insn.x_size * elem_bytes
+            block[insn.y_pad_0:insn.y_pad_0 + y_size,
+                  insn.x_pad_0:insn.x_pad_0 + x_size] = rows.reshape(y_size, x_size, lanes)
+        return counter, y_size * x_size * elem_bytes
 
     def _store(self, engine: str, index: int, insn: MemInsn,
                deadline: float | None = None) -> tuple[str, int] | None:
-        if insn.x_size == 0:
+        x_size, y_size = insn.x_size, insn.y_size
+        if x_size == 0:
             return None  # sync no-op; memory_type is not checked (the runtime uses 0)
-        if insn.memory_type != MemId.OUT:
+        if insn.memory_type != _OUT:
             raise self._fault("store", index, "memory_type",
                               f"STORE memory_type must be OUT (4), not {insn.memory_type}")
         if insn.y_pad_0 or insn.y_pad_1 or insn.x_pad_0 or insn.x_pad_1:
             pad = next(p for p in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1") if getattr(insn, p))
             raise self._fault("store", index, pad,
                               f"STORE {pad} must be 0, not {getattr(insn, pad)}")
-        depth = self._depth["out"]
-        count = insn.x_size * insn.y_size
-        if insn.sram_base + count > depth:
+        out = self.sp.raw["out"]
+        base, count = insn.sram_base, x_size * y_size
+        if base + count > len(out):
             raise self._fault(
                 "store", index, "sram_base",
-                f"STORE reads SRAM entries {insn.sram_base}..{insn.sram_base + count - 1}, "
-                f"beyond the {depth}-entry OUT buffer")
-        elem_bytes = self._elem_bytes["out"]
-        src = self.sp.raw["out"][insn.sram_base:insn.sram_base + count]
-        if insn.y_size > 1 and insn.x_stride < insn.x_size:
+                f"STORE reads SRAM entries {base}..{base + count - 1}, "
+                f"beyond the {len(out)}-entry OUT buffer")
+        src = out[base:base + count]
+        elem_bytes = out.shape[1]
+        if y_size > 1 and insn.x_stride < x_size:
             # Overlapping destination rows: later rows win, as in a serial store.
             self._dram_rows("store", index, insn, elem_bytes)  # bounds check
-            for y in range(insn.y_size):
+            for y in range(y_size):
                 start = (insn.dram_base + y * insn.x_stride) * elem_bytes
-                self.mem[start:start + insn.x_size * elem_bytes] = (
-                    src[y * insn.x_size:(y + 1) * insn.x_size].reshape(-1))
+                self.mem[start:start + x_size * elem_bytes] = (
+                    src[y * x_size:(y + 1) * x_size].reshape(-1))
         else:
             view = self._dram_rows("store", index, insn, elem_bytes)
-            view[...] = src.reshape(insn.y_size, insn.x_size * elem_bytes)
+            view[...] = src.reshape(y_size, -1)
         return "out_store_bytes", count * elem_bytes
 
     # ------------------------------------------------------------- compute
@@ -638,8 +642,9 @@ class _Stream:
     bounded memory.
     """
 
-    def __init__(self, words: np.ndarray, decoding):
+    def __init__(self, words: np.ndarray, codes: np.ndarray, decoding: _Decoding):
         self.words = words
+        self.codes = codes
         self.decoding = decoding
         self.blocks: dict[int, list[tuple[Insn, _Links]]] = {}
 
@@ -649,59 +654,69 @@ class _Stream:
         if block is None:
             if len(self.blocks) >= _BLOCKS_KEPT:
                 self.blocks.clear()
+            rows = slice(index // _BLOCK * _BLOCK, (index // _BLOCK + 1) * _BLOCK)
             block = self.blocks[index // _BLOCK] = _decode_block(
-                self.words[index // _BLOCK * _BLOCK:(index // _BLOCK + 1) * _BLOCK],
-                self.decoding)
+                self.words[rows], self.codes[rows], self.decoding)
         return block[index % _BLOCK]
 
 
-def _decoding_tables(cfg: Config):
-    """What :func:`_decode_block` needs, per configuration.
+class _Decoding(NamedTuple):
+    """How instruction words of one configuration decode (see :func:`_decoding_tables`)."""
 
-    For each instruction class: its opcodes, and for each 64-bit half of the
-    word the (shift, mask) of the fields placed there with their positions in
-    the class's constructor; the signed fields; the flag bits' position.
+    key_mask: np.uint64  # the low bits holding the opcode, the flags and the memory type
+    codes: np.ndarray  # (2**key bits,) links code of each key, -1 for an undefined opcode
+    classes: list  # opcode -> (class, number of fields, signed fields' (position, width))
+    places: np.ndarray  # (8, 3, fields) uint64: each field's 64-bit half, shift and mask
+
+
+def _decoding_tables(cfg: Config) -> _Decoding:
+    """What :meth:`GoldenModel.fetch` and :func:`_decode_block` need, per configuration.
+
+    For each opcode, the fields of its class in constructor order, each with
+    its place in the 128-bit word (fields of a shorter class are padded with
+    zero masks).  The dispatch table maps the low bits of a word (opcode, flags
+    and memory type) to the instruction's engine and flag bits.
     """
-    classes = []
-    class_of = np.full(8, -1, dtype=np.intp)  # opcode -> position in classes
-    for cls in dict.fromkeys(insn_class(op) for op in sorted(DEFINED_OPCODES)):
-        placed = {f.name: f for f in layout(cls.FORMAT, cfg)}
-        order = [placed[f.name] for f in dataclasses.fields(cls)]
-        halves = []
-        for half in (0, 1):
-            cols = [(k, f) for k, f in enumerate(order) if f.lo // 64 == half]
-            halves.append((np.array([k for k, _ in cols], dtype=np.intp),
-                           np.array([f.lo % 64 for _, f in cols], dtype=np.uint64),
-                           np.array([(1 << f.width) - 1 for _, f in cols], dtype=np.uint64)))
-        signed = [(k, f.width) for k, f in enumerate(order) if f.signed]
-        class_of[[op for op in DEFINED_OPCODES if insn_class(op) is cls]] = len(classes)
-        classes.append((cls, len(order), halves, signed))
-    flags = [f for f in layout("generic", cfg) if f.name in DEP_FLAGS]
-    mem_type = next(f for f in layout("mem", cfg) if f.name == "memory_type")
-    return classes, class_of, flags[0].lo, mem_type.lo
+    fields = {cls: [{f.name: f for f in layout(cls.FORMAT, cfg)}[d.name]
+                    for d in dataclasses.fields(cls)]
+              for cls in {insn_class(op) for op in DEFINED_OPCODES}}
+    classes: list = [None] * 8
+    places = np.zeros((8, 3, max(len(order) for order in fields.values())), dtype=np.uint64)
+    for op in DEFINED_OPCODES:
+        order = fields[insn_class(op)]
+        classes[op] = (insn_class(op), len(order),
+                       [(k, f.width) for k, f in enumerate(order) if f.signed])
+        for k, f in enumerate(order):
+            places[op, :, k] = f.lo // 64, f.lo % 64, (1 << f.width) - 1
+    placed = {f.name: f for f in layout("mem", cfg)}  # generic fields plus the memory type
+    key_bits = max(placed[name].lo + placed[name].width
+                   for name in ("opcode", *DEP_FLAGS, "memory_type"))
+    keys = np.arange(1 << key_bits)
+    value = {name: keys >> placed[name].lo & (1 << placed[name].width) - 1
+             for name in ("opcode", *DEP_FLAGS, "memory_type")}
+    engine = np.array([[ENGINES.index(dispatch_engine(MemInsn(opcode=op, memory_type=mem_type)))
+                        for mem_type in range(8)] for op in range(8)])  # by opcode, memory type
+    codes = engine[value["opcode"], value["memory_type"]] << 4
+    for i, name in enumerate(DEP_FLAGS):
+        codes |= value[name] << i
+    codes[~np.isin(value["opcode"], list(DEFINED_OPCODES))] = -1
+    return _Decoding(np.uint64((1 << key_bits) - 1), codes, classes, places)
 
 
-def _decode_block(words: np.ndarray, decoding) -> list[tuple[Insn, _Links]]:
-    """Decode (n, 2) instruction words: each instruction and its engine's links."""
-    classes, class_of, flags_lo, mem_type_lo = decoding
-    low = words[:, 0]
-    opcodes = (low & 0x7).astype(np.intp)
-    kinds = class_of[opcodes]
-    engines = _ENGINE_OF[opcodes | ((low >> np.uint64(mem_type_lo)) & 0x7).astype(np.intp) << 3]
-    links = [_LINKS[ENGINES[e]][f] for e, f in zip(
-        engines.tolist(), ((low >> np.uint64(flags_lo)) & 0xF).tolist(), strict=True)]
-    out: list = [None] * words.shape[0]
-    for kind, (cls, n_fields, halves, signed) in enumerate(classes):
-        rows = np.flatnonzero(kinds == kind)
-        if not rows.size:
-            continue
-        values = np.empty((rows.size, n_fields), dtype=np.int64)
-        for half, (cols, shifts, masks) in enumerate(halves):
-            values[:, cols] = (words[rows, half][:, None] >> shifts) & masks
-        for k, width in signed:
-            values[:, k] -= (values[:, k] >> (width - 1)) << width
-        for i, row in zip(rows.tolist(), values.tolist(), strict=True):
-            out[i] = (cls(*row), links[i])
+def _decode_block(words: np.ndarray, codes: np.ndarray,
+                  decoding: _Decoding) -> list[tuple[Insn, _Links]]:
+    """Decode (n, 2) instruction words with links codes ``codes`` (from the fetch):
+    each instruction and what its engine does with its flags."""
+    places = decoding.places[(words[:, 0] & 0x7).astype(np.intp)]  # by each one's opcode
+    # (n, fields): every field of every instruction, from its half of the word
+    values = (np.where(places[:, 0] != 0, words[:, 1:], words[:, :1]) >> places[:, 1]
+              ) & places[:, 2]
+    out = []
+    for row, code in zip(values.view(np.int64).tolist(), codes.tolist(), strict=True):
+        cls, n_fields, signed = decoding.classes[row[0]]
+        for k, width in signed:  # two's complement
+            row[k] -= row[k] >> (width - 1) << width
+        out.append((cls(*row[:n_fields]), _LINKS_BY_CODE[code]))
     return out
 
 
@@ -725,6 +740,8 @@ def _links(engine: str, flags: int) -> _Links:
 
 #: _LINKS[engine][flag bits]: every combination, worked out once.
 _LINKS = {engine: [_links(engine, flags) for flags in range(16)] for engine in ENGINES}
+#: The same by engine number << 4 | flag bits.
+_LINKS_BY_CODE = [links for engine in ENGINES for links in _LINKS[engine]]
 
 
 def _forbidden_flag(engine: str, index: int, flag: str) -> ExecutionError:
@@ -732,6 +749,12 @@ def _forbidden_flag(engine: str, index: int, flag: str) -> ExecutionError:
         f"instruction {index} ({engine}): {flag} is set, but the {engine} engine has no "
         f"{'previous' if 'prev' in flag else 'next'} stage", module=engine, index=index,
         field=flag)
+
+
+def _indices(queue: np.ndarray) -> Iterator[int]:
+    """The stream indices in ``queue`` as Python ints, converted a block at a time."""
+    for start in range(0, queue.size, _BLOCK):
+        yield from queue[start:start + _BLOCK].tolist()
 
 
 def _split(n_uops: int, iter_out: int, iter_in: int) -> Iterator[tuple[int, int, int, int]]:
@@ -790,10 +813,16 @@ def _index(values: np.ndarray, increasing: bool = False) -> slice | np.ndarray:
     """
     n = values.size
     first = int(values[0]) if n else 0
+    # n values from first to first + n - 1 are consecutive if they strictly increase
     if n and int(values[-1]) - first == n - 1 and (
-            increasing or n == 1 or (np.diff(values) == 1).all()):
+            increasing or n == 1 or (values[1:] > values[:-1]).all()):
         return slice(first, first + n)
     return values
+
+
+def _take(array: np.ndarray, rows: slice | np.ndarray) -> np.ndarray:
+    """``array[rows]``: a view for a slice, ``take`` (much faster than fancy indexing) else."""
+    return array[rows] if isinstance(rows, slice) else array.take(rows, axis=0)
 
 
 def _wrap32(values: np.ndarray) -> np.ndarray:
@@ -901,42 +930,51 @@ class _GemmPlan:
     pair the input rows along the reduction axes are concatenated into one
     K-long row, and so are the weight tiles, so each pair is one dot product of
     length K = reductions x BLOCK_IN.  The distinct input rows and weight tiles
-    are gathered once; when most of their combinations are needed a single BLAS
-    product computes them all and the pairs are picked from it, otherwise pairs
-    are grouped by weight.  Pairs are kept in destination order, so the sums
-    of pairs sharing a destination are contiguous and a run of consecutive
-    destinations updates ACC through a slice.  Products are exact: float32
-    while K * 2**14 < 2**24, float64 beyond; sums wrap to int32 like the
-    hardware.
+    are gathered once.  When most of their combinations are needed, one
+    batched BLAS product computes them all (the *table*, one matrix product
+    per weight) and the pairs are taken from it, otherwise pairs are grouped
+    by weight.  Pairs are kept in destination order, so the sums of pairs
+    sharing a destination are contiguous and a run of consecutive destinations
+    updates ACC through a slice.  Products are exact: float32 while
+    K * 2**14 < 2**24, float64 beyond; sums wrap to int32 like the hardware.
     """
 
     def __init__(self, rel: np.ndarray, loops, cfg: Config):
         red = [lp for lp in loops if lp[0] > 1 and lp[1] == 0]
         par = [lp for lp in loops if not (lp[0] > 1 and lp[1] == 0)]
-        # one pair per (micro-op, parallel position): dst, src, wgt, sorted by destination
+        # one pair per (micro-op, parallel position): dst, src, wgt
         pairs = (rel[:, :, None] + _offsets(par, 3)[:, None, :]).reshape(3, -1)
-        d, xs, ws = pairs[:, np.argsort(pairs[0], kind="stable")]
         _, r_src, r_wgt = _offsets(red, 3)
         self.k = r_src.size * cfg.BLOCK_IN
         self.ftype = np.float32 if self.k * (1 << 14) < (1 << 24) else np.float64
-        x_keys, self.x_of = _index_set(xs)
-        w_keys, self.w_of = _index_set(ws)
+        self.reductions = r_src.size
+        table = _table_keys(pairs)
+        if table is not None:
+            # every (w, x) pair once, destination w * nx + x: the product table itself
+            x_keys, w_keys = table
+            self.layout = "table"
+            self.sum_starts = None
+            self.dst = slice(0, pairs.shape[1])
+        else:
+            x_keys, w_keys = self._regroup(pairs[:, np.argsort(pairs[0], kind="stable")])
         # INP / WGT entries read, (distinct rows x reductions) flattened: a slice if consecutive
-        self.nx, self.nw, self.reductions = x_keys.size, w_keys.size, r_src.size
+        self.nx, self.nw = x_keys.size, w_keys.size
         self.x_rows = _index((x_keys[:, None] + r_src).reshape(-1))
         self.w_rows = _index((w_keys[:, None] + r_wgt).reshape(-1))
+
+    def _regroup(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Destinations and layout of pairs sorted by destination; their distinct inputs
+        and weights."""
+        d, xs, ws = pairs
+        x_keys, self.x_of = _index_set(xs)
+        w_keys, self.w_of = _index_set(ws)
         starts = np.concatenate(([0], np.flatnonzero(np.diff(d)) + 1))
         self.sum_starts = None if starts.size == d.size else starts  # repeated destinations
         self.dst = _index(d[starts], increasing=True)
         # How products become the per-pair contributions, in destination order:
         nx, nw = x_keys.size, w_keys.size
-        every = self.sum_starts is None and nx * nw == d.size  # each destination once
-        in_table = self.x_of * nw + self.w_of  # each pair's row in the (x, w) product table
-        if every and np.array_equal(self.w_of * nx + self.x_of, np.arange(d.size)):
-            self.layout = "weight-major"  # pair (w, x) at w*nx + x: one product per weight
-        elif every and np.array_equal(in_table, np.arange(d.size)):
-            self.layout = "input-major"  # pair (x, w) at x*nw + w: the product table itself
-        elif nx * nw <= 4 * d.size:
+        in_table = self.w_of * nx + self.x_of  # each pair's row in the (w, x) product table
+        if nx * nw <= 4 * d.size:
             self.layout = "picked"  # most combinations needed: the whole table, then pick
             self.pick = in_table
         else:
@@ -945,32 +983,35 @@ class _GemmPlan:
             bounds = np.concatenate(([0], np.flatnonzero(np.diff(self.w_of[by_w])) + 1,
                                      [by_w.size]))
             self.groups = [by_w[bounds[g]:bounds[g + 1]] for g in range(bounds.size - 1)]
+        return x_keys, w_keys
 
     def execute(self, sp: Scratchpads, bases, insn: GemmInsn) -> None:
         b, bi = sp.inp.shape[1:]
         bo = sp.wgt.shape[1]
         k, ftype, nx, nw, red = self.k, self.ftype, self.nx, self.nw, self.reductions
-        # (nx*b, K) inputs, K ordered (reduction step, lane); weights (nw, red, bo, bi)
-        x_mat = sp.inp[bases[1]:][self.x_rows].reshape(nx, red, b, bi).transpose(
-            0, 2, 1, 3).astype(ftype, order="C").reshape(nx * b, k)
-        w = sp.wgt[bases[2]:][self.w_rows].reshape(nw, red, bo, bi)
-        if self.layout == "weight-major":  # (nw, nx*b, bo): rows (w, x) of b x bo
-            w3 = w.transpose(0, 1, 3, 2).astype(ftype, order="C").reshape(nw, k, bo)
-            contrib = np.matmul(x_mat, w3).reshape(-1, b * bo)
+        # inputs (nx*b, K), K ordered (reduction step, lane); weights (nw, K, bo)
+        x = _take(sp.inp[bases[1]:], self.x_rows)
+        if b > 1 and red > 1:
+            x = x.reshape(nx, red, b, bi).transpose(0, 2, 1, 3)
+        x_mat = x.astype(ftype, order="C").reshape(nx * b, k)
+        w_mats = sp.wgt_float.get((self, bases[2]))
+        if w_mats is None:
+            w = _take(sp.wgt[bases[2]:], self.w_rows).reshape(nw, red, bo, bi).transpose(0, 1, 3, 2)
+            w_mats = w.astype(ftype, order="C").reshape(nw, k, bo)
+            if w_mats.nbytes <= _WGT_FLOAT_BYTES:
+                if sum(m.nbytes for m in sp.wgt_float.values()) + w_mats.nbytes > _WGT_FLOAT_BYTES:
+                    sp.wgt_float.clear()
+                sp.wgt_float[self, bases[2]] = w_mats
+        if self.layout == "grouped":
+            contrib = np.empty((self.x_of.size, b * bo), dtype=ftype)
+            x3 = x_mat.reshape(nx, b, k)
+            for rows in self.groups:
+                contrib[rows] = (x3[self.x_of[rows]] @ w_mats[self.w_of[rows[0]]]).reshape(
+                    rows.size, b * bo)
         else:
-            w_mat = w.transpose(0, 2, 1, 3).astype(ftype, order="C").reshape(nw * bo, k)
-            if self.layout != "grouped":
-                table = (x_mat @ w_mat.T).reshape(nx, b, nw, bo).transpose(0, 2, 1, 3)
-                contrib = table.reshape(nx * nw, b * bo)  # rows (x, w)
-                if self.layout == "picked":
-                    contrib = np.take(contrib, self.pick, axis=0)
-            else:
-                contrib = np.empty((self.x_of.size, b * bo), dtype=ftype)
-                x3 = x_mat.reshape(nx, b, k)
-                for rows in self.groups:
-                    g = self.w_of[rows[0]]
-                    contrib[rows] = (x3[self.x_of[rows]] @ w_mat[g * bo:(g + 1) * bo].T).reshape(
-                        rows.size, b * bo)
+            contrib = np.matmul(x_mat, w_mats).reshape(nw * nx, b * bo)  # rows (w, x)
+            if self.layout == "picked":
+                contrib = contrib.take(self.pick, axis=0)
         if self.sum_starts is None and ftype is np.float32:
             sums = contrib.astype(np.int32)  # |value| < 2**24: exact
         else:
@@ -984,6 +1025,30 @@ class _GemmPlan:
 
 
 _PLAN_CLASSES = {"GEMM": _GemmPlan, "RESET": _ResetPlan, "ALU": _AluPlan, "ALU_SRC": _AluPlan}
+
+
+def _table_keys(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Inputs and weights ``x_keys``, ``w_keys`` such that destination ``w * nx + x`` is
+    the pair of weight ``w_keys[w]`` and input ``x_keys[x]``, when GEMM pairs (rows dst,
+    src, wgt) are such a product table, destinations 0..n-1 each once (a conv tile); else
+    None."""
+    d = pairs[0]
+    n = d.size
+    if int(d.max()) != n - 1:
+        return None
+    steps = np.arange(n)
+    order = np.zeros(n, dtype=np.intp)
+    order[d] = steps  # where each destination's pair is (if each destination occurs once)
+    if not (d.take(order) == steps).all():
+        return None  # a repeated destination
+    _, xs, ws = pairs.take(order, axis=1)
+    nx = int((ws != ws[0]).argmax()) or n  # the pairs of the first weight
+    if n % nx:
+        return None
+    x_table, w_table = xs.reshape(-1, nx), ws.reshape(-1, nx)
+    if (x_table == x_table[0]).all() and (w_table == w_table[:, :1]).all():
+        return x_table[0], w_table[:, 0]
+    return None
 
 
 def _index_set(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -39,6 +39,10 @@ OPTIONS = frozenset({"mem_size", "trace", "bus_error"})
 DEFAULT_MEM_SIZE = 1 << 28
 
 _MASK32 = 0xFFFFFFFF
+#: Offsets of the registers the transport decodes itself.
+_STATUS, _ERR_INDEX, _ERR_ADDR, _INSN_ADDR, _INSN_COUNT, _TOKENS, _FETCH_INDEX, _CTRL = (
+    regs.offset(name) for name in ("STATUS", "ERR_INDEX", "ERR_ADDR", "INSN_ADDR", "INSN_COUNT",
+                                   "TOKENS", "FETCH_INDEX", "CTRL"))
 
 
 class GoldenTransport(Transport):
@@ -102,44 +106,44 @@ class GoldenTransport(Transport):
     def read32(self, offset: int) -> int:
         self._check_offset(offset)
         self._settle()
+        counter = self._counter_offsets.get(offset & ~7)  # 64-bit counters: (low, high) words
+        if counter is not None:
+            value = self._counters[counter]
+            return (value >> 32) & _MASK32 if offset & 4 else value & _MASK32
         if offset in self._const:
             return self._const[offset]
-        if offset == regs.offset("STATUS"):
+        if offset == _STATUS:
             return self._status
-        if offset == regs.offset("ERR_INDEX"):
+        if offset == _ERR_INDEX:
             return self._err_index
-        if offset == regs.offset("ERR_ADDR"):
+        if offset == _ERR_ADDR:
             return self._err_addr & _MASK32
-        if offset == regs.offset("ERR_ADDR") + 4:
+        if offset == _ERR_ADDR + 4:
             return self._err_addr >> 32
-        if offset == regs.offset("INSN_ADDR"):
+        if offset == _INSN_ADDR:
             return self._insn_addr & _MASK32
-        if offset == regs.offset("INSN_ADDR") + 4:
+        if offset == _INSN_ADDR + 4:
             return self._insn_addr >> 32
-        if offset == regs.offset("INSN_COUNT"):
+        if offset == _INSN_COUNT:
             return self._insn_count
-        if offset == regs.offset("TOKENS"):
+        if offset == _TOKENS:
             live = self.model.tokens
             return sum(min(live[q], 255) << (8 * i) for i, q in enumerate(QUEUES))
-        if offset == regs.offset("FETCH_INDEX"):
+        if offset == _FETCH_INDEX:
             return self._fetch_index
-        low = offset & ~7 if (offset & ~7) in self._counter_offsets else None
-        if low is not None:
-            value = self._counters[self._counter_offsets[low]]
-            return (value >> 32) & _MASK32 if offset & 4 else value & _MASK32
         return 0  # unmapped and write-only registers read as 0
 
     def write32(self, offset: int, value: int) -> None:
         self._check_offset(offset)
         self._settle()
         value &= _MASK32
-        if offset == regs.offset("INSN_ADDR"):
+        if offset == _INSN_ADDR:
             self._insn_addr = (self._insn_addr & ~_MASK32) | value
-        elif offset == regs.offset("INSN_ADDR") + 4:
+        elif offset == _INSN_ADDR + 4:
             self._insn_addr = (self._insn_addr & _MASK32) | (value << 32)
-        elif offset == regs.offset("INSN_COUNT"):
+        elif offset == _INSN_COUNT:
             self._insn_count = value
-        elif offset == regs.offset("CTRL"):
+        elif offset == _CTRL:
             if value & regs.CTRL_CLEAR:
                 self._status = 0
                 self._err_index = 0
