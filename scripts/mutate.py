@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -188,6 +189,11 @@ MUTATIONS: tuple[Mutation, ...] = (
       "wire [ACC_W-1:0] a = (1'b0) ? w1_data_reg",
       "no forwarding of the newest ACC write to the next micro-op's destination",
       (T_COMPUTE, T_TOP)),
+    M("rtl_forward_dst_w2", "hdl/vta_compute_pipe.v",
+      "wire [ACC_W-1:0] a = (fa8_reg == 2'd1) ? w1_data_reg : (fa8_reg == 2'd2) ? w2_data_reg",
+      "wire [ACC_W-1:0] a = (fa8_reg == 2'd1) ? w1_data_reg : (1'b0) ? w2_data_reg",
+      "no forwarding of the second-newest ACC write to the destination operand",
+      (T_COMPUTE, T_TOP)),
     M("rtl_forward_src_w2", "hdl/vta_compute_pipe.v",
       "wire [ACC_W-1:0] src = (fb8_reg == 2'd1) ? w1_data_reg : (fb8_reg == 2'd2) ? w2_data_reg",
       "wire [ACC_W-1:0] src = (fb8_reg == 2'd1) ? w1_data_reg : (1'b0) ? w2_data_reg",
@@ -224,8 +230,8 @@ end""",
       "a new W beat replaces one still waiting for WREADY (issue 7.2)",
       (T_DMA, T_TOP_FAULTS)),
     M("rtl_wlast", "hdl/vta_dma_wr.v",
-      "w_last_next = w_rem_reg == 9'd1;",
-      "w_last_next = w_rem_reg == 9'd0;",
+      "w_last_reg <= w_rem_reg == 9'd1;",
+      "w_last_reg <= w_rem_reg == 9'd0;",
       "WLAST on the wrong beat",
       (T_DMA, T_TOP)),
     M("rtl_ar_overwrite", "hdl/vta_dma_rd.v",
@@ -288,8 +294,13 @@ end""",
     # ------------------------------------------------------------ golden model
     M("golden_shr_clip", "vta/golden.py",
       "right = x >> np.clip(y, 0, 31)",
-      "right = x >> np.clip(y, 0, 32)",
-      "SHR by 32 or more gives 0 instead of the sign (decision 3)",
+      "right = x >> np.clip(y, 0, 30)",
+      "SHR by 31 or more shifts by 30 (decision 3 saturates at 31)",
+      (T_GOLDEN,)),
+    M("golden_shl_wrap", "vta/golden.py",
+      "return np.where(y >= 0, right, np.where(y <= -32, np.int32(0), left))",
+      "return np.where(y >= 0, right, left)",
+      "SHR by -32 or less wraps the shift instead of giving 0",
       (T_GOLDEN,)),
     M("golden_token_overflow", "vta/golden.py",
       "if self.tokens[q] >= TOKEN_QUEUE_DEPTH:",
@@ -338,19 +349,26 @@ def apply(tree: Path, m: Mutation) -> str | None:
 
 
 def run_pytest(tree: Path, args: tuple[str, ...], env: dict[str, str],
-               timeout: float) -> tuple[str, float]:
-    """('pass' | 'fail' | 'timeout', seconds) of ``pytest args`` in ``tree``."""
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *args]
-    start = time.monotonic()
+               timeout: float) -> tuple[str, str]:
+    """(outcome, detail) of ``pytest args`` in ``tree``: ("pass", ""), ("fail", the first
+    failing test), ("invalid", why: the mutated design does not build or import) or
+    ("timeout", "")."""
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-rf", *args]
     try:
         proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
                               timeout=timeout, start_new_session=True)
     except subprocess.TimeoutExpired:
-        return "timeout", time.monotonic() - start
+        return "timeout", ""
     out = proc.stdout + proc.stderr
     if proc.returncode == 5 or "no tests ran" in out:
         raise SystemExit(f"pytest {' '.join(args)} collected no tests:\n{out[-2000:]}")
-    return ("pass" if proc.returncode == 0 else "fail"), time.monotonic() - start
+    if proc.returncode == 0:
+        return "pass", ""
+    if re.search(r"(verilator|icarus) build of \S+ failed|^E +SyntaxError|ERROR collecting", out,
+                 flags=re.M):
+        return "invalid", "does not build"
+    failed = re.search(r"^FAILED (\S+)", out, flags=re.M)
+    return "fail", failed.group(1) if failed else args[0]
 
 
 def environment(tree: Path, cache: Path) -> dict[str, str]:
@@ -400,8 +418,10 @@ def main(argv: list[str] | None = None) -> int:
         check_import(base, env)
         if not args.no_baseline:
             for sel in sorted({t for m in chosen for t in m.tests}):
-                outcome, secs = run_pytest(base, sel, env, args.timeout)
-                print(f"baseline {' '.join(sel)}: {outcome} ({secs:.0f} s)", flush=True)
+                start = time.monotonic()
+                outcome, detail = run_pytest(base, sel, env, args.timeout)
+                print(f"baseline {' '.join(sel)}: {outcome} {detail} "
+                      f"({time.monotonic() - start:.0f} s)", flush=True)
                 if outcome != "pass":
                     raise SystemExit("the unmutated tree must pass every selection first")
         for m in chosen:
@@ -413,10 +433,14 @@ def main(argv: list[str] | None = None) -> int:
             if error is None:
                 env = environment(tree, args.cache)
                 for sel in m.tests:
-                    outcome, _ = run_pytest(tree, sel, env, args.timeout)
+                    outcome, detail = run_pytest(tree, sel, env, args.timeout)
+                    if outcome == "fail":
+                        result = f"killed by `{detail}`"
+                    elif outcome == "timeout":
+                        result = f"killed (timeout) by {' '.join(sel)}"
+                    elif outcome == "invalid":
+                        result = f"invalid: {detail}"
                     if outcome != "pass":
-                        what = "killed" if outcome == "fail" else "killed (timeout)"
-                        result = f"{what} by {sel[0]}"
                         break
             secs = time.monotonic() - start
             rows.append((m, result, secs))

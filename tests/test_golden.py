@@ -471,6 +471,13 @@ def set_uop(dst, src, wgt):
      "src_idx", 2050, "INP", 2048),
     (GemmInsn(opcode=Opcode.GEMM, uop_end=1, iter_out=1, iter_in=2, wgt_factor_in=1020),
      "wgt_idx", 1040, "WGT", 1024),
+    # exactly one past the last entry: the first index out of range
+    (GemmInsn(opcode=Opcode.GEMM, uop_end=1, iter_out=2, iter_in=1, dst_factor_out=1948),
+     "dst_idx", 2048, "ACC", 2048),
+    (GemmInsn(opcode=Opcode.GEMM, uop_end=1, iter_out=1, iter_in=2, src_factor_in=2038),
+     "src_idx", 2048, "INP", 2048),
+    (GemmInsn(opcode=Opcode.GEMM, uop_end=1, iter_out=2, iter_in=1, wgt_factor_out=1004),
+     "wgt_idx", 1024, "WGT", 1024),
 ])
 def test_gemm_index_out_of_range(insn, field, top, buf, depth):
     expect_fault([insn, FINISH], f"instruction 0 (compute): GEMM {field} reaches {top} (micro-op "

@@ -335,6 +335,41 @@ def mixed(cfg: Config, rng: np.random.Generator) -> Program:
     return Program("mixed", writes=writes, insns=insns, insn_addr=insn_addr)
 
 
+def forwarding(cfg: Config, rng: np.random.Generator) -> Program:
+    """ALU micro-ops reading ACC entries written one and two micro-ops earlier.
+
+    The RTL's pipeline has the two newest results in flight, not yet in the
+    ACC RAM, when the next micro-op reads: u2 reads u0's result (source,
+    second newest), u3 reads u1's and u2's (source newest, destination second
+    newest).  ACC holds non-zero data, so every forwarding path changes the
+    stored result; every ALU opcode runs the kernel, nothing overwrites it.
+    """
+    acc_addr, uop_addr, out_addr, insn_addr = 4 * PAGE, 5 * PAGE, 6 * PAGE, 8 * PAGE
+    n = 16
+    data = rng.integers(1, 60, size=n * cfg.BATCH * cfg.BLOCK_OUT, dtype=np.int32).tobytes()
+    uops = [Uop(dst_idx=7, src_idx=9), Uop(dst_idx=8, src_idx=9), Uop(dst_idx=10, src_idx=7),
+            Uop(dst_idx=7, src_idx=8)]
+    insns = [
+        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0, dram_base=uop_addr // 4,
+                y_size=1, x_size=len(uops), x_stride=len(uops)),
+        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC, sram_base=0,
+                dram_base=acc_addr // cfg.ACC_ELEM_BYTES, y_size=1, x_size=n, x_stride=n),
+    ]
+    for op in (2, 0, 1, 2, 4):  # ADD, MIN, MAX, ADD, MUL
+        insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=op, use_imm=0, uop_bgn=0,
+                             uop_end=len(uops), iter_out=1, iter_in=1))
+    insns[-1] = insns[-1].replace(push_next_dep=1)
+    insns += [
+        MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0,
+                dram_base=out_addr // cfg.OUT_ELEM_BYTES, y_size=1, x_size=n, x_stride=n,
+                pop_prev_dep=1, push_prev_dep=1),
+        MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, pop_next_dep=1),
+        GemmInsn(opcode=Opcode.FINISH),
+    ]
+    writes = [(acc_addr, data), (uop_addr, b"".join(encode_uop(u, cfg) for u in uops))]
+    return Program("forwarding", writes=writes, insns=insns, insn_addr=insn_addr)
+
+
 def zero_fill(cfg: Config) -> Program:
     """Zero every ACC and OUT entry (GEMM reset, then ALU ADD 0 over the whole buffer).
 

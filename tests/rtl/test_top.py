@@ -146,7 +146,7 @@ async def identification(dut):
 @cocotb.test()
 async def programs(dut):
     """matmul and the mixed program: memory and counters equal the golden model's."""
-    from rtl_programs import matmul, mixed, zero_fill
+    from rtl_programs import forwarding, matmul, mixed, zero_fill
 
     cfg = cfg_from_env()
     rng = np.random.default_rng(int(os.environ.get("VTA_SEED", "1")))
@@ -155,6 +155,7 @@ async def programs(dut):
     await run_and_check(dut, axil, ram, cfg, zero_fill(cfg))
     await run_and_check(dut, axil, ram, cfg, matmul(cfg, rng, 2 * b, 2 * blk, 3 * blk))
     await run_and_check(dut, axil, ram, cfg, mixed(cfg, rng))
+    await run_and_check(dut, axil, ram, cfg, forwarding(cfg, rng))
     await run_and_check(dut, axil, ram, cfg, matmul(cfg, rng, 3 * b, 2 * blk, 2 * blk, shift=None))
 
 
