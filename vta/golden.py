@@ -69,6 +69,7 @@ FORBIDDEN_FLAGS = {
     "compute": (),
 }
 ENGINES = ("load", "compute", "store")
+_ENGINE_ORDER = tuple(enumerate(ENGINES))  # (number, name): the order engines take turns in
 QUEUES = ("l2g", "g2l", "g2s", "s2g")
 
 #: Loadable memory types -> (scratchpad written, counter prefix).
@@ -77,8 +78,9 @@ _LOAD_TYPES = {MemId.INP: ("inp", "inp"), MemId.WGT: ("wgt", "wgt"), MemId.UOP: 
 
 _FINISH = int(Opcode.FINISH)
 _WORD = np.dtype("<u8")  # instructions are two little-endian 64-bit words
-#: Memory types the LOAD/STORE paths compare with (an enum member lookup is slow).
+#: Enum values the hot paths compare with (an enum member lookup is slow).
 _OUT, _WGT, _ACC_8BIT = int(MemId.OUT), int(MemId.WGT), int(MemId.ACC_8BIT)
+_SHR = int(AluOp.SHR)
 #: Instructions decoded together, and decoded blocks a run keeps (older ones are dropped).
 _BLOCK = 1024
 _BLOCKS_KEPT = 64
@@ -227,6 +229,7 @@ class GoldenModel:
         self._plan_uops = 0
         self._depth = {name: arr.shape[0] for name, arr in self.sp.buffers().items()}
         #: loadable memory type -> (its buffer's entries as rows, DRAM bytes per entry, counter)
+        self._out_rows = self.sp.raw["out"]
         self._load_targets = {}
         for mem_type, (buf, prefix) in _LOAD_TYPES.items():
             # ACC_8BIT: one int8 lane per byte, sign-extended into the int32 accumulator
@@ -268,7 +271,7 @@ class GoldenModel:
             progress = True
             while progress:  # one pass: each engine retires at most one instruction, in turn
                 progress = False
-                for e, engine in enumerate(ENGINES):
+                for e, engine in _ENGINE_ORDER:
                     head = heads[e]
                     if head is None:
                         index = next(upcoming[e], None)
@@ -279,25 +282,28 @@ class GoldenModel:
                             raise _forbidden_flag(engine, index, links.forbidden)
                         head = heads[e] = (index, insn, links)
                     index, insn, links = head
-                    if links.pops and not all(map(tokens.__getitem__, links.pops)):
+                    pops = links.pops
+                    if pops and not all(map(tokens.__getitem__, pops)):
                         continue  # blocked on an empty queue
                     if deadline is not None and time.monotonic() >= deadline:
                         raise RunTimeoutError(
                             f"instruction {index} ({engine}): the run passed its deadline",
                             module=engine, index=index)
-                    effect = execute[insn.opcode](engine, index, insn, deadline)
+                    opcode = insn.opcode
+                    effect = execute[opcode](engine, index, insn, deadline)
                     if links.pushes:
                         self._push(engine, index, links)
-                    for q in links.pops:
+                    for q in pops:
                         tokens[q] -= 1
                     if effect is not None:
-                        effects[effect[0]] = effects.get(effect[0], 0) + effect[1]
+                        counter, amount = effect
+                        effects[counter] = effects.get(counter, 0) + amount
                     retired[e] += 1
-                    finished |= insn.opcode == _FINISH
+                    finished |= opcode == _FINISH
                     heads[e] = None
                     progress = True
                     if trace is not None:
-                        trace(TraceEvent(engine, index, insn, links.pops,
+                        trace(TraceEvent(engine, index, insn, pops,
                                          tuple(q for q, _ in links.pushes)))
         finally:
             for name, amount in effects.items():
@@ -475,7 +481,7 @@ class GoldenModel:
 
     def _store(self, engine: str, index: int, insn: MemInsn,
                deadline: float | None = None) -> tuple[str, int] | None:
-        x_size, y_size = insn.x_size, insn.y_size
+        x_size = insn.x_size
         if x_size == 0:
             return None  # sync no-op; memory_type is not checked (the runtime uses 0)
         if insn.memory_type != _OUT:
@@ -485,8 +491,9 @@ class GoldenModel:
             pad = next(p for p in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1") if getattr(insn, p))
             raise self._fault("store", index, pad,
                               f"STORE {pad} must be 0, not {getattr(insn, pad)}")
-        out = self.sp.raw["out"]
-        base, count = insn.sram_base, x_size * y_size
+        out = self._out_rows
+        y_size, base = insn.y_size, insn.sram_base
+        count = x_size * y_size
         if base + count > len(out):
             raise self._fault(
                 "store", index, "sram_base",
@@ -502,8 +509,7 @@ class GoldenModel:
                 self.mem[start:start + x_size * elem_bytes] = (
                     src[y * x_size:(y + 1) * x_size].reshape(-1))
         else:
-            view = self._dram_rows("store", index, insn, elem_bytes)
-            view[...] = src.reshape(y_size, -1)
+            self._dram_rows("store", index, insn, elem_bytes)[...] = src.reshape(y_size, -1)
         return "out_store_bytes", count * elem_bytes
 
     # ------------------------------------------------------------- compute
@@ -537,22 +543,23 @@ class GoldenModel:
     def _run_nest(self, index: int, insn: GemmInsn | AluInsn, kind: str,
                   deadline: float | None) -> int:
         """Check and execute one GEMM/ALU nest; return its micro-op count."""
-        if insn.uop_end > self._depth["uop"]:
+        bgn, end, iter_out, iter_in = insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in
+        if end > len(self.sp.uop):
             raise self._fault("compute", index, "uop_end",
-                              f"{_KIND_NAME[kind]} uop_end {insn.uop_end} is beyond the "
-                              f"{self._depth['uop']}-entry micro-op buffer")
-        n_uops = insn.uop_end - insn.uop_bgn
-        if n_uops <= 0 or insn.iter_out == 0 or insn.iter_in == 0:
+                              f"{_KIND_NAME[kind]} uop_end {end} is beyond the "
+                              f"{len(self.sp.uop)}-entry micro-op buffer")
+        n_uops = end - bgn
+        if n_uops <= 0 or iter_out == 0 or iter_in == 0:
             return 0  # an empty nest does nothing
-        raw = self.sp.uop[insn.uop_bgn:insn.uop_end]
-        gemm = isinstance(insn, GemmInsn)
+        raw = self.sp.uop[bgn:end]
+        gemm = kind in ("GEMM", "RESET")
         factors = ((insn.dst_factor_out, insn.src_factor_out, insn.wgt_factor_out if gemm else 0),
                    (insn.dst_factor_in, insn.src_factor_in, insn.wgt_factor_in if gemm else 0))
-        key = (kind, insn.iter_out, insn.iter_in, factors, raw.tobytes())
+        key = (kind, iter_out, iter_in, factors, raw.tobytes())
         pieces = self._nests.get(key)
         if pieces is None:
             pieces = self._pieces(index, insn, kind, raw, factors)
-            if insn.iter_out * insn.iter_in * n_uops <= CHUNK_UOPS:
+            if iter_out * iter_in * n_uops <= CHUNK_UOPS:
                 pieces = self._nests[key] = list(pieces)
         for plan, bases in pieces:
             if deadline is not None and time.monotonic() >= deadline:
@@ -560,7 +567,7 @@ class GoldenModel:
                                       "deadline inside its loop nest", module="compute",
                                       index=index)
             plan.execute(self.sp, bases, insn)
-        return n_uops * insn.iter_out * insn.iter_in
+        return n_uops * iter_out * iter_in
 
     def _pieces(self, index: int, insn: GemmInsn | AluInsn, kind: str, raw: np.ndarray,
                 factors) -> Iterator[tuple[object, list[int]]]:
@@ -825,6 +832,13 @@ def _take(array: np.ndarray, rows: slice | np.ndarray) -> np.ndarray:
     return array[rows] if isinstance(rows, slice) else array.take(rows, axis=0)
 
 
+def _shifted(rows: slice | np.ndarray, base: int) -> slice | np.ndarray:
+    """Entries ``rows`` of a plan (relative to a base) at ``base``."""
+    if isinstance(rows, slice):
+        return slice(rows.start + base, rows.stop + base)
+    return rows + base
+
+
 def _wrap32(values: np.ndarray) -> np.ndarray:
     """Low 32 bits of int64 values, as int32 (two's complement)."""
     return (values & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
@@ -839,7 +853,7 @@ class _ResetPlan:
         self.dst = dst if isinstance(dst, slice) else _index(_index_set(dst)[0], True)
 
     def execute(self, sp: Scratchpads, bases, insn: GemmInsn) -> None:
-        sp.acc2[bases[0]:][self.dst] = 0
+        sp.acc2[_shifted(self.dst, bases[0])] = 0
 
 
 class _AluPlan:
@@ -870,17 +884,17 @@ class _AluPlan:
             start = stop
 
     def execute(self, sp: Scratchpads, bases, insn: AluInsn) -> None:
-        if insn.use_imm and insn.alu_opcode == AluOp.SHR and 0 <= insn.imm <= 31:
+        op, imm = insn.alu_opcode, insn.imm
+        if op == _SHR and insn.use_imm and 0 <= imm <= 31:
             func = np.right_shift  # the common case, without SHR's general selects
         else:
-            func = _ALU_FUNCS[insn.alu_opcode]
-        acc, out = sp.acc2[bases[0]:], sp.out2[bases[0]:]
-        imm = np.int32(insn.imm)
-        in_place = isinstance(func, np.ufunc)
+            func = _ALU_FUNCS[op]
+        acc, out, base = sp.acc2, sp.out2, bases[0]
         for d, s in self.segments:
+            d = _shifted(d, base)
             # int32 arithmetic on arrays wraps modulo 2**32, as the hardware does
-            y = imm if s is None else acc[s]
-            if in_place and isinstance(d, slice):
+            y = np.int32(imm) if s is None else acc[_shifted(s, base)]
+            if isinstance(d, slice) and isinstance(func, np.ufunc):
                 func(acc[d], y, out=acc[d])  # NumPy copies y first if it overlaps
             else:
                 acc[d] = func(acc[d], y)
@@ -1019,9 +1033,13 @@ class _GemmPlan:
             if self.sum_starts is not None:
                 whole = np.add.reduceat(whole, self.sum_starts, axis=0)
             sums = _wrap32(whole)
-        acc, out = sp.acc2[bases[0]:], sp.out2[bases[0]:]
-        acc[self.dst] += sums  # int32 + int32 wraps like the hardware
-        out[self.dst] = acc[self.dst]
+        dst = _shifted(self.dst, bases[0])
+        acc = sp.acc2[dst]
+        if isinstance(dst, slice):
+            acc += sums  # in place; int32 + int32 wraps like the hardware
+        else:
+            acc = sp.acc2[dst] = acc + sums
+        sp.out2[dst] = acc
 
 
 _PLAN_CLASSES = {"GEMM": _GemmPlan, "RESET": _ResetPlan, "ALU": _AluPlan, "ALU_SRC": _AluPlan}

@@ -244,9 +244,8 @@ class GoldenTransport(Transport):
         self._status = regs.status_word(error=True, module=module, code=code)
 
     def _set_counters(self, counters: Counters) -> None:
-        values = counters.as_dict()
-        for name, _ in regs.COUNTERS:
-            self._counters[name] = 0 if name in regs.TIMING_COUNTERS else int(values[name])
+        # every counter but the timing ones (which stay 0: the model has no clock)
+        self._counters.update(counters.as_dict())
 
     def last_error_detail(self) -> str | None:
         """The golden model's own message for the last ERROR, if any."""
