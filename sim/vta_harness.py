@@ -23,12 +23,24 @@ read32     offset                              value
 write32    offset, value                       --
 mem_write  addr (payload: the bytes)           --
 mem_read   addr, nbytes                        (payload: the bytes)
-run        watchdog (cycles; 0: none)          done, cycles (tb clock), report (watchdog)
+run        watchdog (cycles; 0: none),         done, cycles (tb clock), report (watchdog)
+           progress (seconds; 0: none)         (before it: progress frames, see below)
 trace      on                                  --
 reset      cycles                              --
 info       --                                  cycle, dram counters, trace file
 quit       --                                  -- (the simulation ends)
 =========  ==================================  ==========================================
+
+A run with ``progress`` > 0 is reported while it runs: about every ``progress``
+seconds of wall time the harness sends a frame ``{"ok": true, "progress": true,
+"cycles", "seconds", "dispatched", "retired": {load, compute, store}}`` (the
+retire counts read from the device's counter registers, as a host polling it
+would) before the run's one reply.  The run is
+cut into slices of simulated cycles (about 50 ms of wall time each, adapted to
+the simulator's speed) so Python can look at the clock between them: on
+Verilator, calls of the native clock loop; on Icarus, a Timer beside the waits
+for ``irq`` and ``wd_fire``.  Without ``progress`` the run is one piece, as
+before.
 """
 
 from __future__ import annotations
@@ -51,6 +63,10 @@ HEADER = struct.Struct("<II")
 #: Clock cycles an AXI4-Lite handshake may take before the harness gives up.
 AXIL_TIMEOUT = 10_000
 CLOCK_NS = 10
+#: ``vta_fast_run``'s cycle limit for "until irq or wd_fire" (and its refusal value).
+FAST_RUN_FOREVER = 0xFFFFFFFFFFFFFFFF
+#: Wall time a slice of a run reporting progress aims at.
+SLICE_SECONDS = 0.05
 
 
 class LinkClosedError(Exception):
@@ -114,6 +130,7 @@ class Harness:
         self.bd_file = Path(os.environ["VTA_BD_FILE"])
         self.trace_file = os.environ.get("VTA_TRACE_FILE")
         self.fast_run = _fast_runner()
+        self.link: Link | None = None  # set by run_server (progress frames of a run)
 
     # ------------------------------------------------------------ basics
     async def start(self) -> None:
@@ -217,7 +234,10 @@ class Harness:
         await self._backdoor(3, first, count)
 
     # ------------------------------------------------------------ runs
-    async def run(self, watchdog: int) -> dict:
+    async def run(self, watchdog: int, progress: float = 0.0,
+                  link: Link | None = None) -> dict:
+        """Run until ``irq`` or ``wd_fire``; with ``progress`` > 0, send progress frames on
+        ``link`` about every ``progress`` seconds meanwhile."""
         dut = self.dut
         dut.wd_limit.value = max(0, min(int(watchdog), 0xFFFFFFFF))
         dut.wd_clear.value = 1
@@ -229,15 +249,10 @@ class Harness:
         await ReadOnly()
         if not dut.irq.value:
             await RisingEdge(self.clk)
-            if self.fast_run is not None:
-                # Verilator: the native clock loop runs to irq / wd_fire (see
-                # sim/vta_fast_clock.cpp), from a ReadWrite callback with clk high
-                await ReadWrite()
-                if self.fast_run(0xFFFFFFFFFFFFFFFF) == 0xFFFFFFFFFFFFFFFF:
-                    raise RuntimeError("vta_fast_run refused to run (clk low or model unset)")
-                await RisingEdge(self.clk)
-            if not (dut.irq.value or dut.wd_fire.value):
-                await First(RisingEdge(dut.irq), RisingEdge(dut.wd_fire))
+            if progress > 0 and link is not None:
+                await self._run_reporting(start_cycle, t0, progress, link)
+            else:
+                await self._run_to_end()
             await ReadOnly()
         done = bool(dut.irq.value)
         cycles = int(dut.cycle.value) - start_cycle
@@ -251,6 +266,69 @@ class Harness:
         if not done:
             reply["report"] = await self.report()
         return reply
+
+    def _stopped(self) -> bool:
+        return bool(self.dut.irq.value or self.dut.wd_fire.value)
+
+    async def _run_to_end(self) -> None:
+        """Run (from just after a rising edge) until ``irq`` or ``wd_fire`` is high."""
+        dut = self.dut
+        if self.fast_run is not None:
+            # Verilator: the native clock loop runs to irq / wd_fire (see
+            # sim/vta_fast_clock.cpp), from a ReadWrite callback with clk high
+            await ReadWrite()
+            if self.fast_run(FAST_RUN_FOREVER) == FAST_RUN_FOREVER:
+                raise RuntimeError("vta_fast_run refused to run (clk low or model unset)")
+            await RisingEdge(self.clk)
+        if not self._stopped():
+            await First(RisingEdge(dut.irq), RisingEdge(dut.wd_fire))
+
+    async def _run_reporting(self, start_cycle: int, t0: float, interval: float,
+                             link: Link) -> None:
+        """:meth:`_run_to_end` in slices, with a progress frame about every ``interval`` s."""
+        dut = self.dut
+        chunk = 64  # cycles per slice: adapted to about SLICE_SECONDS of wall time
+        due = t0 + interval
+        while not self._stopped():
+            if self.fast_run is not None:
+                await ReadWrite()
+                while True:
+                    began = time.perf_counter()
+                    n = self.fast_run(chunk)
+                    if n == FAST_RUN_FOREVER:
+                        raise RuntimeError("vta_fast_run refused to run (clk low or model unset)")
+                    now = time.perf_counter()
+                    if n < chunk or self._stopped() or now >= due:
+                        break
+                    chunk = _next_chunk(chunk, now - began)
+                await RisingEdge(self.clk)
+            else:
+                began = time.perf_counter()
+                limit = Timer(chunk * CLOCK_NS, unit="ns")
+                fired = await First(RisingEdge(dut.irq), RisingEdge(dut.wd_fire), limit)
+                if fired is not limit:
+                    return  # where _run_to_end returns
+                await ReadOnly()  # settled values for the _stopped() check
+                now = time.perf_counter()
+                chunk = _next_chunk(chunk, now - began)
+                if now < due:
+                    continue
+                await RisingEdge(self.clk)  # register reads start at an edge
+            if now >= due and not self._stopped():
+                link.send({"ok": True, "progress": True, **await self._progress(start_cycle, t0)})
+                due = time.perf_counter() + interval
+
+    async def _progress(self, start_cycle: int, t0: float) -> dict:
+        """Where the run is: cycles, instructions dispatched and retired."""
+        from vta.driver import regs
+
+        dut = self.dut
+        cycles = int(dut.cycle.value) - start_cycle
+        fetched = int(dut.last_fetch.value)
+        retired = {m: (await self.read32(regs.offset(f"{m.upper()}_INSNS")))[0]
+                   for m in ("load", "compute", "store")}
+        return {"cycles": cycles, "seconds": time.perf_counter() - t0,
+                "dispatched": 0 if fetched == 0xFFFFFFFF else fetched + 1, "retired": retired}
 
     async def report(self) -> dict:
         """What each engine was doing when the watchdog fired."""
@@ -288,7 +366,8 @@ class Harness:
         elif op == "mem_read":
             data = await self.mem_read(req["addr"], req["nbytes"])
         elif op == "run":
-            out.update(await self.run(req.get("watchdog", 0)))
+            out.update(await self.run(req.get("watchdog", 0), req.get("progress", 0.0),
+                                      self.link))
         elif op == "trace":
             self.dut.trace_en.value = 1 if req.get("on") else 0
             await RisingEdge(self.clk)
@@ -308,6 +387,12 @@ class Harness:
                 "dram_read_beats": int(dut.dram_read_beats.value),
                 "dram_write_beats": int(dut.dram_write_beats.value),
                 "trace_file": self.trace_file}
+
+
+def _next_chunk(chunk: int, seconds: float) -> int:
+    """Cycles for the next slice, from the last slice of ``chunk`` cycles taking ``seconds``."""
+    scale = SLICE_SECONDS / max(seconds, 1e-6)
+    return int(min(max(chunk * min(max(scale, 0.5), 4.0), 16), 1 << 26))
 
 
 _XZ_TO_ZERO = bytes.maketrans(b"xXzZ", b"0000")
@@ -336,6 +421,7 @@ def _decode_words(text: bytes, count: int, w: int) -> np.ndarray:
 async def run_server(h: Harness) -> None:
     """Serve the host's requests to harness ``h`` until it says quit or closes the socket."""
     link = Link(int(os.environ["VTA_HARNESS_FD"]))
+    h.link = link
     await h.start()
     link.send({"ok": True, "ready": True, **h.info()})
     while True:

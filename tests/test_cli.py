@@ -292,8 +292,37 @@ FINISH
 """
 
 
-def test_ctrl_c_stops_the_simulator_at_once(tmp_path):
-    """SIGINT during a long RTL run: exit 130 within seconds, no simulator or folder left."""
+def _read_until(fd: int, text: str, limit: float = 120.0) -> str:
+    """What ``fd`` gives until ``text`` appears (escape sequences and line breaks of a
+    terminal display taken out); fails the test after ``limit`` seconds or at EOF."""
+    import os
+    import re
+    import select
+    import time
+
+    seen = ""
+    deadline = time.monotonic() + limit
+    while text not in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|[\r\n]", "", seen):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            pytest.fail(f"{text!r} did not appear within {limit} s; got: {seen[-2000:]!r}")
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # a pty whose other end is closed
+            chunk = b""
+        if not chunk:
+            pytest.fail(f"{text!r} never appeared (end of output): {seen[-2000:]!r}")
+        seen += chunk.decode(errors="replace")
+    return seen
+
+
+@pytest.mark.parametrize("where", ["pipe", "terminal"])
+def test_ctrl_c_stops_the_simulator_at_once(tmp_path, where):
+    """SIGINT during a long RTL run: exit 130 within seconds, no simulator or folder left.
+
+    The signal is sent once the run is known to be in the simulator: its first progress
+    report has arrived (in a pipe with -v, the log line; on a terminal, the spinner's text).
+    """
     import os
     import signal
     import subprocess
@@ -306,25 +335,32 @@ def test_ctrl_c_stops_the_simulator_at_once(tmp_path):
     assert invoke("asm", source, "-o", prog).exit_code == 0
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    env = {**os.environ, "TMPDIR": str(scratch)}
+    env = {**os.environ, "TMPDIR": str(scratch), "COLUMNS": "200"}
+    if where == "pipe":
+        reader, writer = os.pipe()
+        verbose = ["-v"]
+    else:
+        reader, writer = os.openpty()
+        verbose = []
     proc = subprocess.Popen(  # 268 M GEMM cycles: minutes of simulation
-        [sys.executable, "-m", "vta.cli", "-v", "run", str(prog), "-b", "verilator",
-         "--watchdog", "0"], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-        text=True)
+        [sys.executable, "-m", "vta.cli", *verbose, "run", str(prog), "-b", "verilator",
+         "--watchdog", "0"], env=env, stderr=writer, stdout=subprocess.DEVNULL)
+    os.close(writer)
     try:
-        for line in proc.stderr:  # wait until the run has started
-            if line.startswith("vta: run: 3 instructions"):
-                break
+        if where == "pipe":
+            seen = _read_until(reader, "vta: verilator run in progress: ")
+            assert "1 of 3 instructions retired, 3 dispatched" in seen  # the LOAD UOP
         else:
-            pytest.fail(f"the run never started (exit {proc.wait()})")
+            seen = _read_until(reader, " of 3 instructions retired")
+            assert "verilator: " in seen and " cycles in " in seen
         assert list(scratch.glob("vta-verilator-*"))  # the session folder exists meanwhile
-        time.sleep(1.5)  # let the host send the run request: the simulator is then busy
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=30)
         elapsed = time.monotonic() - sent
     finally:
         proc.kill()
+        os.close(reader)
     assert code == 130
     assert elapsed < 5, f"took {elapsed:.1f} s to stop"
     assert list(scratch.iterdir()) == []  # the session folder is gone

@@ -31,6 +31,7 @@ from .cli_common import (
     open_device_cli,
     setup_logging,
     sim_options,
+    working,
 )
 from .config import PRESETS, Config
 
@@ -232,12 +233,12 @@ def demo(config: str, backend: str, workload: str | None, images: int,
     start = time.perf_counter()
     hint = (" (the first run builds the simulator: about a minute)"
             if backend not in ("golden", "f1", "f2") else "")
-    with console.status(f"opening the {backend} device{hint}..."):
+    with working(f"opening the {backend} device{hint}...", as_json):
         dev = open_device_cli(backend, cfg, options)
     with dev:
         opened = time.perf_counter()
         queue_options = {"dump": True} if dump else None
-        with console.status("building the instruction streams and running them..."):
+        with working("building the instruction streams and running them...", as_json):
             if workload == "digits":
                 from .graph.cli import digits_workload
 

@@ -19,11 +19,11 @@ code  meaning
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -230,5 +230,24 @@ def open_device_cli(backend: str, cfg: Config, options: dict[str, Any]):
         raise click.UsageError(f"bad device option for the {backend} backend: {exc}") from None
 
 
-def stderr_is_terminal() -> bool:
-    return sys.stderr.isatty()
+@contextlib.contextmanager
+def working(message: str, quiet: bool = False) -> Iterator[None]:
+    """A spinner saying ``message`` on stderr while the block runs, on a terminal only
+    (nothing in pipes, logs or ``--json`` mode: ``quiet``).  A simulated run in the block
+    shows its progress there: cycles, speed, instructions retired (:func:`vta.driver.rtl.
+    run_progress`); with ``-v`` the log says the same every few seconds, terminal or not.
+    """
+    from rich.console import Console
+
+    from .driver import rtl
+
+    console = Console(stderr=True, quiet=quiet)
+    if quiet or not console.is_terminal:
+        yield
+        return
+    with console.status(message) as status:
+        def show(progress: rtl.RunProgress) -> None:
+            status.update(f"{progress.backend}: {progress.describe()}")
+
+        with rtl.run_progress(show):
+            yield

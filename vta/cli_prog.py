@@ -17,6 +17,7 @@ from .cli_common import (
     json_option,
     open_device_cli,
     sim_options,
+    working,
 )
 
 program_argument = click.argument("program", metavar="PROG",
@@ -46,21 +47,17 @@ def _options_for(prog, backend: str, sim: dict, **extra) -> dict:
 
 
 def _open(backend: str, cfg, options: dict, quiet: bool):
-    from rich.console import Console
-
     hint = " (a first run for this configuration builds the simulator: about a minute)" \
         if backend != "golden" else ""
-    with Console(stderr=True, quiet=quiet).status(f"opening the {backend} device{hint}..."):
+    with working(f"opening the {backend} device{hint}...", quiet):
         return open_device_cli(backend, cfg, options)
 
 
 def _running(prog, backend: str, quiet: bool):
-    """A spinner while a run is in progress (on stderr; Ctrl-C stops the simulator)."""
-    from rich.console import Console
-
-    what = "" if backend == "golden" else "; Ctrl-C stops the simulator"
-    return Console(stderr=True, quiet=quiet).status(
-        f"running {prog.insn_count} instructions on {backend}{what}...")
+    """A spinner while a run is in progress, with the run's progress on a simulator (on
+    stderr, on a terminal; Ctrl-C stops the simulator)."""
+    what = "" if backend == "golden" else " (Ctrl-C stops the simulator)"
+    return working(f"running {prog.insn_count} instructions on {backend}{what}:", quiet)
 
 
 @click.command()
@@ -404,7 +401,9 @@ def diff(program: Path, backend: str, reference: str, as_json: bool, **sim) -> N
     with _open(backend, prog.cfg, _options_for(prog, backend, sim), as_json) as dut:
         # the reference gets the same memory size, so DRAM_RANGE faults agree
         size = dut.driver.transport.mem_size
-        with _open(reference, prog.cfg, {"mem_size": size}, True) as ref:
+        with _open(reference, prog.cfg, {"mem_size": size}, True) as ref, \
+                working(f"running {program.name} on {reference} and {backend}, then "
+                        "prefixes of it:", as_json):
             found = diverge.first_divergence(prog, ref, dut)
     seconds = time.perf_counter() - start
     if as_json:
@@ -514,7 +513,8 @@ def waves(program: Path, backend: str, output: Path, cycle_range, insn_range, **
         dump = output.resolve() if not window else Path(tmp) / "run.fst"
         options = _options_for(prog, backend, sim, waves=dump, trace=True)
         with _open(backend, prog.cfg, options, False) as dev:
-            result = progfile.replay(prog, dev)
+            with _running(prog, backend, False):
+                result = progfile.replay(prog, dev)
             records = dev.last_trace or []
         first = min(r.dispatch for r in records if r.dispatch is not None)
         last = max(r.cycle for r in records)

@@ -19,13 +19,16 @@ process (the machine is shared and noisy; the range is printed too).
 ``--baseline-hdl DIR`` also runs every simulator on the design in DIR (for
 example ``git archive <commit> hdl | tar -x -C DIR`` gives ``DIR/hdl``), in the
 same process and interleaved with the current design, so before/after ratios
-come from one run.
+come from one run.  ``--progress`` also runs every speed measurement on the
+current design with a progress listener (``vta.driver.rtl.run_progress``: the
+harness reports the run every half second, as ``vta run`` on a terminal asks),
+interleaved with the runs without one: the cost of progress reports.
 
 Every result is checked against NumPy.  Prints Markdown tables.
 
     python scripts/bench/rtl_sim.py [--size 128] [--big 256] [--icarus-size 128]
                                     [--repeat 3] [--simulators verilator,icarus]
-                                    [--baseline-hdl DIR] [--layers C2,...|none]
+                                    [--baseline-hdl DIR] [--progress] [--layers C2,...|none]
                                     [--no-scratch-build] [--config default]
 """
 
@@ -46,6 +49,7 @@ from conv2d_resnet import _cpu_name as cpu_name
 
 import vta
 from vta import ops
+from vta.driver import rtl
 from vta.isa import GemmInsn, MemId, MemInsn, Opcode, encode
 from vta.programs import build_matmul
 
@@ -150,8 +154,6 @@ def resnet(dev, layers: list[str]) -> list[tuple]:
 
 
 def build_times(cfg) -> tuple[float, float]:
-    from vta.driver import rtl
-
     saved = os.environ.get("VTA_CACHE_DIR")
     with tempfile.TemporaryDirectory(prefix="vta-bench-cache-") as tmp:
         os.environ["VTA_CACHE_DIR"] = tmp
@@ -181,6 +183,8 @@ def main() -> None:
     parser.add_argument("--simulators", default="verilator,icarus")
     parser.add_argument("--baseline-hdl",
                         help="folder of another version of hdl/*.v, measured side by side")
+    parser.add_argument("--progress", action="store_true",
+                        help="also measure runs that report progress (interleaved)")
     parser.add_argument("--config", default="default")
     parser.add_argument("--layers", default=",".join(LAYERS),
                         help="ResNet-18 layers on Verilator (comma-separated, or 'none')")
@@ -213,12 +217,19 @@ def main() -> None:
                 with design_from(hdl):
                     devs.append((label, stack.enter_context(vta.open_device(sim, cfg)),
                                  time.perf_counter() - start))
+            if args.progress:  # the current design's device, its runs reporting progress
+                devs.append(("progress ", devs[0][1], devs[0][2]))
+            reports = []
             for size in filter(None, sizes):
                 # interleaved: run r of every design before run r + 1 of any
                 runs = {label: [] for label, _, _ in devs}
                 for _ in range(args.repeat):
                     for label, dev, _ in devs:
-                        runs[label].append(matmul_run(dev, size))
+                        with (rtl.run_progress(reports.append) if label == "progress "
+                              else contextlib.nullcontext()):
+                            runs[label].append(matmul_run(dev, size))
+                if args.progress:
+                    print(f"{sim} {size}^3: {len(reports)} progress reports so far")
                 for label, _, opened in devs:
                     speed.append((label + sim, size, best_of(runs[label]),
                                   opened if size == sizes[0] else None))

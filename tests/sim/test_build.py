@@ -173,3 +173,60 @@ def test_verilator_build_runs_after_the_environment_that_built_it_is_gone(tmp_pa
     again = simbuild.build("verilator", "count", [src], build_args=("--output-split", "0"))
     assert again.cached and again.build_dir == b.build_dir
     simbuild.run(again, "test_build", python_path=[HERE], testcase="counts")
+
+
+def test_a_build_says_how_far_it_is_while_it_runs(tmp_path, monkeypatch, caplog, capsys):
+    """A build is never silent for long: it says when it starts, which step it is at every
+    BUILD_HEARTBEAT seconds (from the compiler's log), and when it is done; with no logging
+    configured the lines go to stderr.  No compiler runs: a stand-in writes the log."""
+    import logging
+    import time
+
+    from cocotb_tools import runner
+
+    monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(simbuild, "BUILD_HEARTBEAT", 0.05)
+
+    class SlowBuild:
+        def build(self, build_dir, log_file, **_):
+            build_dir.mkdir(parents=True, exist_ok=True)
+            with open(log_file, "w") as log:
+                log.write("- V e r i l a t i o n   R e p o r t: rev 5\n")
+                log.write("c++ -O3 -I. -MMD -c -o Vtop__ALL.o Vtop__ALL.cpp\n")
+                log.flush()
+                time.sleep(0.4)
+            (build_dir / "sim.vvp").touch()
+
+    monkeypatch.setattr(runner, "get_runner", lambda simulator: SlowBuild())
+    src = tmp_path / "t.v"
+    src.write_text("module t; endmodule\n")
+    caplog.set_level(logging.INFO, logger="vta.sim.build")
+    simbuild.build("icarus", "t", [src])
+    messages = [r.getMessage() for r in caplog.records if r.name == "vta.sim.build"]
+    assert messages[0].startswith("building the icarus simulation of t (")
+    beats = [m for m in messages if m.startswith("still building the icarus simulation of t: ")]
+    assert len(beats) >= 3 and all(m.endswith(" s so far, compiling Vtop__ALL.o")
+                                   for m in beats), messages
+    assert messages[-1].startswith("built the icarus simulation of t in ")
+    time.sleep(0.2)  # the heartbeat has stopped with the build
+    assert len([r for r in caplog.records if r.name == "vta.sim.build"]) == len(messages)
+
+    monkeypatch.setattr(simbuild.logger, "hasHandlers", lambda: False)  # nothing configured
+    capsys.readouterr()
+    simbuild.build("icarus", "t", [src], force=True)
+    err = capsys.readouterr().err
+    assert "vta: building the icarus simulation of t" in err
+    assert "vta: still building the icarus simulation of t: " in err
+
+
+def test_build_step_names_what_the_compiler_is_doing(tmp_path):
+    log = tmp_path / "b.log"
+    assert simbuild.build_step("verilator", log) == "verilating"  # no log yet
+    log.write_text("%Warning-WIDTH: x.v:1: ...\n")
+    assert simbuild.build_step("verilator", log) == "verilating"
+    log.write_text("- V e r i l a t i o n   R e p o r t: rev\nmake: Entering directory 'b'\n")
+    assert simbuild.build_step("verilator", log) == "compiling C++"
+    log.write_text("c++ -Os -I. -c -o verilated.o /v/include/verilated.cpp\n"
+                   "c++    main.o verilated.o Vtop__ALL.a   -Wl,-rpath,/x -o Vtop\n")
+    assert simbuild.build_step("verilator", log) == "linking Vtop"
+    assert simbuild.build_step("icarus", log.with_name("none.log")) == "compiling"

@@ -5,8 +5,10 @@ cached build per simulator, configuration and options, outside the source
 tree; :mod:`vta.sim.build`), starts the simulator with the harness
 ``sim/vta_harness.py`` and talks to it over a socket pair.  Every request has
 a timeout; a simulator that dies or stops answering becomes an exception and
-its process is killed, never left behind (``close()``, ``atexit`` and a
-parent-death signal all end it).
+its process is killed, never left behind (``close()``, ``atexit``, a
+parent-death signal and Ctrl-C while waiting all end it).  Long runs report
+their progress to :func:`run_progress` listeners and, at DEBUG, to this
+module's logger (docs/simulation.md, "Progress of long runs and builds").
 
 Options (``vta.open_device("verilator", cfg, **options)``):
 
@@ -41,7 +43,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import dataclasses
 import json
+import logging
 import os
 import shutil
 import signal
@@ -51,6 +55,7 @@ import subprocess
 import tempfile
 import time
 import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +75,13 @@ DEFAULT_TIMEOUT = 120.0
 STARTUP_TIMEOUT = 120.0
 _HEADER = struct.Struct("<II")
 _LIVE: weakref.WeakSet = weakref.WeakSet()
+#: Seconds between the progress reports of a run, when anyone listens (run_progress, or
+#: this module's logger at DEBUG).
+PROGRESS_INTERVAL = 0.5
+#: Seconds between the DEBUG log lines of a long run (the first report is always logged).
+PROGRESS_LOG_EVERY = 5.0
+_PROGRESS_LISTENERS: list[Callable[[RunProgress], None]] = []
+log = logging.getLogger(__name__)
 #: vta_tb ports the harness touches: the only signals Verilator exposes to VPI.
 TB_PORTS = ("clk", "rst", "irq", "cmd_*", "bd_req", "bd_op", "bd_word", "bd_count", "bd_ack",
             "trace_en", "wd_limit", "wd_clear", "wd_fire", "cycle", "idle_cycles",
@@ -352,15 +364,20 @@ class RTLTransport(Transport):
             got += k
         return bytes(buf)
 
-    def _recv(self, what: str, timeout: float) -> tuple[dict, bytes]:
-        deadline = time.monotonic() + timeout
+    def _recv(self, what: str, timeout: float,
+              deadline: float | None = None) -> tuple[dict, bytes]:
+        """One message; ``deadline`` (monotonic) defaults to ``timeout`` seconds from now."""
+        deadline = time.monotonic() + timeout if deadline is None else deadline
         hlen, plen = _HEADER.unpack(self._recv_exact(_HEADER.size, what, deadline, timeout))
         header = json.loads(self._recv_exact(hlen, what, deadline, timeout))
         payload = self._recv_exact(plen, what, deadline, timeout) if plen else b""
         return header, payload
 
-    def _call(self, request: dict, payload: bytes = b"",
-              timeout: float | None = None) -> tuple[dict, bytes]:
+    def _call(self, request: dict, payload: bytes = b"", timeout: float | None = None,
+              on_progress: Callable[[dict], None] | None = None) -> tuple[dict, bytes]:
+        """Send ``request`` and return its reply; progress frames before it (runs asked
+        for them) go to ``on_progress``.  Ctrl-C while waiting kills the simulator (its
+        reply could never be matched to a later request)."""
         what = f"{request['op']} request"
         if self._closed:
             raise DeviceError(f"the {self.name} device is closed")
@@ -374,7 +391,16 @@ class RTLTransport(Transport):
                 self._sock.sendall(payload)
         except OSError:
             raise self._fail(what) from None
-        reply, data = self._recv(what, self.timeout if timeout is None else timeout)
+        timeout = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        try:
+            reply, data = self._recv(what, timeout, deadline)
+            while reply.get("progress") and on_progress is not None:
+                on_progress(reply)
+                reply, data = self._recv(what, timeout, deadline)
+        except KeyboardInterrupt:
+            self.abort()
+            raise
         if not reply.get("ok"):
             raise DeviceError(f"{self.name} harness could not serve {what}: {reply.get('error')}")
         return reply, data
@@ -426,8 +452,16 @@ class RTLTransport(Transport):
         return data
 
     def wait_idle(self, timeout: float) -> None:
-        """Run the simulation until ``irq`` (DONE or ERROR) or the watchdog fires."""
-        reply, _ = self._call({"op": "run", "watchdog": self.watchdog}, timeout=timeout)
+        """Run the simulation until ``irq`` (DONE or ERROR) or the watchdog fires.
+
+        While anyone listens (:func:`run_progress`, or this module's logger at DEBUG),
+        the harness reports the run about every :data:`PROGRESS_INTERVAL` seconds.
+        """
+        request: dict[str, Any] = {"op": "run", "watchdog": self.watchdog}
+        on_progress = self._progress_handler()
+        if on_progress is not None:
+            request["progress"] = PROGRESS_INTERVAL
+        reply, _ = self._call(request, timeout=timeout, on_progress=on_progress)
         self.last_cycles = reply.get("cycles")
         self.last_run_seconds = reply.get("seconds")
         if self.tracing:
@@ -455,6 +489,27 @@ class RTLTransport(Transport):
                 f"{self.name} run of {self._insn_count} instructions at 0x{self._insn_addr:x}: "
                 f"nothing retired, dispatched or moved on the DRAM bus for {self.watchdog} cycles; "
                 f"the device was reset. {text}", report)
+
+    def _progress_handler(self) -> Callable[[dict], None] | None:
+        """What to do with the progress frames of the next run (None: nobody listens)."""
+        if not _PROGRESS_LISTENERS and not log.isEnabledFor(logging.DEBUG):
+            return None
+        logged = [float("-inf")]
+
+        def handle(frame: dict) -> None:
+            progress = RunProgress(
+                backend=self.name, insn_count=self._insn_count, cycles=int(frame["cycles"]),
+                seconds=float(frame["seconds"]), dispatched=int(frame["dispatched"]),
+                retired=sum(frame["retired"].values()))
+            now = time.monotonic()
+            if now - logged[0] >= PROGRESS_LOG_EVERY:
+                logged[0] = now
+                log.debug("%s run in progress: %s, %d dispatched", self.name,
+                          progress.describe(), progress.dispatched)
+            for listener in list(_PROGRESS_LISTENERS):
+                listener(progress)
+
+        return handle
 
     @staticmethod
     def describe_report(report: dict) -> str:
@@ -539,6 +594,55 @@ class RTLTransport(Transport):
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class RunProgress:
+    """Where a simulated run is, reported while it runs (:func:`run_progress`).
+
+    Attributes
+    ----------
+    backend : str
+        The backend running it.
+    insn_count : int
+        Instructions of the run.
+    cycles : int
+        Testbench clock cycles since START.
+    seconds : float
+        Wall time the simulator has spent on the run.
+    dispatched : int
+        Instructions fetch has dispatched to the engines.
+    retired : int
+        Instructions the three engines have retired (the device's counters).
+    """
+
+    backend: str
+    insn_count: int
+    cycles: int
+    seconds: float
+    dispatched: int
+    retired: int
+
+    def describe(self) -> str:
+        """One short line: cycles, speed, instructions retired."""
+        rate = self.cycles / max(self.seconds, 1e-9)
+        return (f"{self.cycles:,} cycles in {self.seconds:.1f} s ({rate / 1e3:,.0f} k/s), "
+                f"{self.retired} of {self.insn_count} instructions retired")
+
+
+@contextlib.contextmanager
+def run_progress(callback: Callable[[RunProgress], None]) -> Iterator[None]:
+    """Call ``callback`` with a :class:`RunProgress` about every :data:`PROGRESS_INTERVAL`
+    seconds while any simulated run of this process is in progress (inside the block).
+
+    Runs shorter than the interval report nothing; the callback runs in the thread waiting
+    for the run, and may raise (KeyboardInterrupt included) to end it.
+    """
+    _PROGRESS_LISTENERS.append(callback)
+    try:
+        yield
+    finally:
+        _PROGRESS_LISTENERS.remove(callback)
 
 
 def abort_all() -> None:

@@ -31,6 +31,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ from ..errors import VTAError
 
 SIMULATORS = ("verilator", "icarus")
 TIMESCALE = ("1ns", "1ps")
+#: Seconds between the "still building" messages of a build.
+BUILD_HEARTBEAT = 15.0
 logger = logging.getLogger(__name__)
 
 
@@ -224,7 +227,9 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
 
     The compiler's output goes to ``<build dir>.log`` beside the build (``log=True``
     shows it live instead); a failed build raises :class:`SimulatorError` with the
-    end of that log.
+    end of that log.  A build says when it starts, every :data:`BUILD_HEARTBEAT`
+    seconds which step it is at, and when it is done: INFO messages of this
+    module's logger, or lines on stderr when the program has configured no logging.
 
     ``public_modules`` (Verilator only): make only these signals visible and
     writable through VPI, instead of cocotb's default ``--public-flat-rw`` for
@@ -302,16 +307,17 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
                 main = build_dir.parent / f"{build_dir.name}-main.cpp"
                 _custom_main(runner, main, cpp_sources, main_init)
             log_path = build_dir.parent / f"{build_dir.name}.log"
-            logger.info("building the %s simulation of %s (once per configuration and options; "
-                     "Verilator takes about a minute); compiler output: %s", simulator, top,
-                     log_path)
+            _say("building the %s simulation of %s (once per configuration and options; "
+                 "Verilator takes about a minute); compiler output: %s", simulator, top,
+                 log_path)
             started = time.monotonic()
             try:
-                with _output_to(None if log else log_path):
+                with _heartbeat(simulator, top, None if log else log_path, started):
                     runner.build(sources=sources, hdl_toplevel=top, includes=includes,
                                  defines=defines, parameters=parameters, build_args=args,
                                  build_dir=build_dir, always=True, clean=True,
-                                 timescale=TIMESCALE, waves=waves)
+                                 timescale=TIMESCALE, waves=waves,
+                                 log_file=None if log else log_path)
             except (SystemExit, RuntimeError, subprocess.CalledProcessError) as exc:
                 tail = ""
                 if not log and log_path.exists():
@@ -322,32 +328,61 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
                 ) from None
         stamp.write_text(json.dumps({"version": version, "parameters": parameters,
                                      "waves": waves}, default=str))
-        logger.info("built the %s simulation of %s in %.0f s", simulator, top,
-                 time.monotonic() - started)
+        _say("built the %s simulation of %s in %.0f s", simulator, top,
+             time.monotonic() - started)
     return result
 
 
+def _say(message: str, *args: object) -> None:
+    """Log a build message at INFO; with no logging configured at all, on stderr.
+
+    A build takes up to a minute and a half: a program that has not set up
+    logging should not sit silent meanwhile (the ``vta`` command line shows the
+    log; pytest captures it).
+    """
+    if logger.hasHandlers():
+        logger.info(message, *args)
+    else:
+        print("vta: " + message % args, file=sys.stderr, flush=True)
+
+
 @contextlib.contextmanager
-def _output_to(path: Path | None) -> Iterator[None]:
-    """Send this process's stdout/stderr (and its children's) to ``path`` (None: unchanged)."""
-    if path is None:
+def _heartbeat(simulator: str, top: str, log_path: Path | None,
+               started: float) -> Iterator[None]:
+    """While the block runs, say every :data:`BUILD_HEARTBEAT` seconds that the build
+    goes on, and at which step (from the compiler's log)."""
+    done = threading.Event()
+
+    def beat() -> None:
+        while not done.wait(BUILD_HEARTBEAT):
+            _say("still building the %s simulation of %s: %.0f s so far, %s", simulator, top,
+                 time.monotonic() - started, build_step(simulator, log_path))
+
+    thread = threading.Thread(target=beat, name="vta-build-heartbeat", daemon=True)
+    thread.start()
+    try:
         yield
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    with open(path, "wb") as sink:
-        os.dup2(sink.fileno(), 1)
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
+    finally:
+        done.set()
+        thread.join()
+
+
+def build_step(simulator: str, log_path: Path | None) -> str:
+    """What a running build is doing, from its log: the file being compiled or linked."""
+    try:
+        lines = log_path.read_text(errors="replace").splitlines() if log_path else []
+    except OSError:
+        lines = []
+    for line in reversed(lines):
+        words = line.split()
+        if words and Path(words[0]).name in ("c++", "g++", "clang++", "ccache"):
+            target = words[words.index("-o") + 1] if "-o" in words[:-1] else "?"
+            return f"{'compiling' if '-c' in words else 'linking'} {Path(target).name}"
+    if simulator != "verilator":
+        return "compiling"
+    if any("V e r i l a t i o n" in line for line in lines):
+        return "compiling C++"
+    return "verilating"
 
 
 def _restrict_public(runner, vlt: Path) -> None:
