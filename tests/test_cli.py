@@ -135,11 +135,36 @@ def test_demo_too_big_is_refused_up_front_naming_the_memory():
                    "the golden device has 256.0 MiB (--mem-size)")
 
 
-def test_demo_negative_seed_and_rtl_flags_on_golden():
+def test_demo_negative_seed():
     one_line_error(run_cli("demo", "--seed", -5), 2, "-5 is not in the range x>=0")
-    one_line_error(run_cli("demo", "-b", "golden", "--latency", 5), 2,
-                   "--latency only applies to the simulated backends (verilator, icarus, f1-sim, "
-                   "f2-sim), not golden")
+
+
+@pytest.mark.parametrize("where", ["golden", "verilator", "icarus"])
+def test_simulation_flags_follow_the_library_rule(hand_program, where):
+    """Every backend takes every flag (vta.device's rule): the simulators apply them (a
+    5-cycle watchdog fires while a LOAD waits 60 cycles for DRAM), golden ignores them
+    with a note; a bad value is refused by the library's check, naming the flag."""
+    flags = ["--latency", 60, "--watchdog", 5, "--stall", 0.5, "--seed", 2, "--timeout", 60]
+    result = run_cli("run", hand_program, "-b", where, *flags)
+    if where == "golden":
+        assert result.exit_code == 0, result.output
+        assert "output out: 4 bytes" in result.stdout
+        for flag in ("--latency", "--watchdog", "--stall", "--seed"):
+            assert f"vta: {flag} has no meaning on the golden backend: ignored" in \
+                result.stderr
+        assert "--timeout" not in result.stderr  # a run timeout means something everywhere
+    else:
+        one_line_error(result, 1, f"WatchdogError: {where} run of 7 instructions",
+                       "for 5 cycles", "hint: a stream that waits forever: `vta lint PROG`")
+        assert "has no meaning" not in result.stderr
+    for flag, value, message in [
+            ("--stall", 1.5, "stall must be a probability in 0..1, not 1.5"),
+            ("--watchdog", -1, "watchdog must be an integer >= 0, not -1"),
+            ("--latency", "-1,3", "latency must be cycles >= 0 or a (read, write) pair"),
+            ("--mem-size", 1000, "mem_size must be a power of two in 2**16..2**32, not 1000"),
+            ("--timeout", 0, "run_timeout must be a positive number of seconds, not 0.0")]:
+        one_line_error(run_cli("run", hand_program, "-b", where, flag, value), 2,
+                       f"Invalid value for {flag}: {message}")
 
 
 def test_demo_without_the_sim_extra_gives_a_hint(monkeypatch):

@@ -30,17 +30,13 @@ from typing import Any
 import click
 
 from .config import PRESETS, Config
-from .errors import DeadlockError, DeviceError, ExecutionError, VTAError
+from .errors import DeadlockError, DeviceError, DeviceTimeoutError, ExecutionError, VTAError
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_DIFFER = 3
 EXIT_INTERRUPTED = 130
-
-#: Backends a simulation flag applies to.
-SIMULATORS = ("verilator", "icarus", "f1-sim", "f2-sim")
-
 
 def available_backends() -> tuple[str, ...]:
     """The device backends whose plug-in module this installation has."""
@@ -66,6 +62,11 @@ def _hint(exc: BaseException) -> str:
         return "`vta lint PROG` names the instruction and queue that can never be satisfied"
     if isinstance(exc, ExecutionError):
         return "`vta lint PROG` checks the fields of every instruction without running it"
+    if type(exc).__name__ == "WatchdogError":
+        return ("a stream that waits forever: `vta lint PROG` checks its tokens; a slow one: "
+                "--watchdog CYCLES waits longer (0: never stops)")
+    if isinstance(exc, DeviceTimeoutError):
+        return "--timeout SECONDS gives a run longer; `vta trace PROG` shows what each engine did"
     if isinstance(exc, DeviceError) and "not available" in text and "cocotb" in text:
         return "the RTL backends need the sim extra: pip install 'vta[sim]'"
     return ""
@@ -117,16 +118,15 @@ def _jsonable(value: Any) -> Any:
 
 # ------------------------------------------------------------- device options
 def _latency(ctx, param, value):
+    """CYCLES or READ,WRITE as an int or a pair (the range is the library's rule)."""
     if value is None:
         return None
-    parts = value.split(",")
     try:
-        nums = [int(p) for p in parts]
+        nums = [int(p) for p in value.split(",")]
     except ValueError:
         nums = []
-    if len(nums) not in (1, 2) or min(nums, default=-1) < 0:
-        raise click.BadParameter(f"must be CYCLES or READ,WRITE (non-negative integers), not "
-                                 f"{value!r}")
+    if len(nums) not in (1, 2):
+        raise click.BadParameter(f"must be CYCLES or READ,WRITE (integers), not {value!r}")
     return nums[0] if len(nums) == 1 else tuple(nums)
 
 
@@ -142,20 +142,21 @@ def sim_options(seed: bool = True) -> Callable[[Callable], Callable]:
     the DRAM stalls too).
     """
     options = [
-        click.option("--watchdog", type=click.IntRange(min=0), default=None, metavar="CYCLES",
+        click.option("--watchdog", type=int, default=None, metavar="CYCLES",
                      help="RTL: stop a run after this many cycles without progress "
                           "(default 1,000,000; 0 disables)"),
-        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+        click.option("--timeout", type=float, default=None,
                      metavar="SECONDS", help="stop a run that takes longer (default 600)"),
         click.option("--latency", callback=_latency, default=None, metavar="CYCLES[,W]",
                      help="RTL: DRAM latency in cycles (one value, or READ,WRITE; default 2)"),
-        click.option("--stall", type=click.FloatRange(0, 1), default=None, metavar="P",
+        click.option("--stall", type=float, default=None, metavar="P",
                      help="RTL: probability of a DRAM stall per channel and cycle (default 0)"),
-        click.option("--mem-size", type=click.IntRange(min=1), default=None, metavar="BYTES",
-                     help="device memory (RTL: a power of two; each size is its own build)"),
+        click.option("--mem-size", type=int, default=None, metavar="BYTES",
+                     help="device memory, a power of two in 64 KiB..4 GiB (RTL: each size is its "
+                          "own build)"),
     ]
     if seed:
-        options.append(click.option("--seed", "sim_seed", type=click.IntRange(min=0),
+        options.append(click.option("--seed", "sim_seed", type=int,
                                     default=None, metavar="N",
                                     help="RTL: seed of the DRAM stall generator"))
 
@@ -167,28 +168,36 @@ def sim_options(seed: bool = True) -> Callable[[Callable], Callable]:
     return decorate
 
 
+#: The command-line flag of each device option the simulation flags set.
+_FLAGS = {"watchdog": "--watchdog", "run_timeout": "--timeout", "latency": "--latency",
+          "stall": "--stall", "seed": "--seed", "mem_size": "--mem-size", "trace": "--trace",
+          "waves": "--waves"}
+
+
 def device_options(backend: str, *, watchdog=None, timeout=None, latency=None, stall=None,
                    sim_seed=None, mem_size=None, trace=None, waves=None) -> dict[str, Any]:
     """Keyword options for :func:`vta.open_device` from the command-line flags.
 
-    A flag that only the simulators implement, given with the golden backend,
-    is a usage error naming the flag.
+    The library's rule applies (:data:`vta.device.COMMON_OPTIONS`): every backend
+    accepts every flag, each value is checked by :func:`vta.device.check_option`
+    (a bad one is a usage error naming the flag), and a flag without a meaning on
+    ``backend`` (``--watchdog`` on golden) is ignored, with a note on stderr.
     """
-    rtl_only = {"--watchdog": watchdog, "--latency": latency, "--stall": stall,
-                "--seed": sim_seed, "--waves": waves}
-    if backend not in SIMULATORS:
-        given = [flag for flag, value in rtl_only.items() if _given(value)]
-        if given:
-            raise click.UsageError(f"{', '.join(given)} only applies to the simulated backends "
-                                   f"({', '.join(SIMULATORS)}), not {backend}")
+    from .device import check_option, option_applies
+
+    given = {"watchdog": watchdog, "run_timeout": timeout, "latency": latency, "stall": stall,
+             "seed": sim_seed, "mem_size": mem_size, "trace": trace, "waves": waves}
     options: dict[str, Any] = {}
-    for key, value in (("watchdog", watchdog), ("latency", latency), ("stall", stall),
-                       ("seed", sim_seed), ("mem_size", mem_size), ("trace", trace),
-                       ("waves", waves)):
-        if _given(value):
-            options[key] = value
-    if timeout is not None:
-        options["run_timeout"] = timeout
+    for name, value in given.items():
+        if not _given(value):
+            continue
+        try:
+            options[name] = check_option(name, value)
+        except (TypeError, ValueError) as exc:
+            raise click.BadParameter(str(exc), param_hint=_FLAGS[name]) from None
+        if not option_applies(backend, name):
+            click.echo(f"vta: {_FLAGS[name]} has no meaning on the {backend} backend: ignored",
+                       err=True)
     return options
 
 

@@ -136,7 +136,7 @@ def run(program: Path, backend: str, out_dir: Path | None, trace_file: Path | No
             console.print(f"output {name}: {len(data)} bytes{where}")
         if trace_file is not None:
             console.print(f"trace: {trace_file}")
-        if waves_file is not None:
+        if waves_file is not None and waves_file.exists():  # golden ignores --waves
             console.print(f"waves: {waves_file}")
     if mismatches:
         raise Differ("outputs differ from the recorded run: "

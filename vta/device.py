@@ -84,7 +84,7 @@ COMMON_OPTIONS: dict[str, str] = {
 }
 
 
-def _check_option(name: str, value: Any) -> Any:
+def check_option(name: str, value: Any) -> Any:
     """``value`` if it is valid for common option ``name``; ValueError/TypeError otherwise."""
     def integer(v: Any) -> bool:
         return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
@@ -142,7 +142,7 @@ def _transport_options(backend: str, module: Any, options: dict[str, Any]) -> di
     out = {}
     for name, value in options.items():
         if name in COMMON_OPTIONS:
-            value = _check_option(name, value)
+            value = check_option(name, value)
         elif name not in own:
             valid = sorted({*COMMON_OPTIONS, *own})
             close = difflib.get_close_matches(name, valid, n=1)
@@ -154,6 +154,17 @@ def _transport_options(backend: str, module: Any, options: dict[str, Any]) -> di
             log.debug("option %s=%r has no meaning on the %s backend: ignored", name, value,
                       backend)
     return out
+
+
+def option_applies(backend: str, name: str) -> bool:
+    """Whether common option ``name`` has a meaning on ``backend`` (reaches its transport).
+
+    :func:`open_device` accepts it either way and ignores it where this is False.
+    """
+    if name in ("run_timeout", "capture"):  # the Device's own, on every backend
+        return True
+    _, module = _load_plugin(backend)
+    return name in (getattr(module, "OPTIONS", None) or ())
 
 
 def _load_plugin(backend: str):
@@ -202,7 +213,7 @@ def open_device(backend: str = "golden", cfg: Config | str | Path | None = None,
     """
     cfg = _as_config(cfg)
     opener, module = _load_plugin(backend)
-    run_timeout = _check_option("run_timeout", options.pop("run_timeout", DEFAULT_RUN_TIMEOUT))
+    run_timeout = check_option("run_timeout", options.pop("run_timeout", DEFAULT_RUN_TIMEOUT))
     capture = options.pop("capture", None) or os.environ.get("VTA_CAPTURE") or None
     transport = opener(backend, cfg, **_transport_options(backend, module, options))
     try:
