@@ -122,7 +122,7 @@ class AwsSimShell(RTLTransport):
                               includes=[hdr], build_args=args, waves=waves,
                               public_modules=[f"vta_aws_tb:{p}" for p in ports],
                               cpp_sources=[sim / "vta_fast_clock.cpp"],
-                              main_init="vta_fast_top = top.get();")
+                              main_init="vta_fast_top = top.get();", fast=True)
 
     def harness_dirs(self) -> list[Path]:
         from ..sim.build import sim_dir
