@@ -27,6 +27,29 @@ def test_help_lists_commands():
     assert "3 a difference was found" in result.output
 
 
+def _commands(group, path=()):
+    import click
+
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+        yield (*path, name)
+
+
+# graph, aws and regress have their own issues (and tests)
+ISSUE_8_COMMANDS = [c for c in _commands(main) if c[0] not in ("graph", "aws", "regress")]
+
+
+@pytest.mark.parametrize("command", ISSUE_8_COMMANDS, ids=" ".join)
+def test_every_command_help_shows_an_example(command):
+    """`vta CMD --help` shows a runnable example: `vta CMD ...` after an Example(s): line."""
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0
+    text = result.output.split("Example", 1)
+    assert len(text) == 2, f"vta {' '.join(command)} --help has no example"
+    assert f"vta {command[0]} " in text[1], text[1]  # (vta trace PROG = vta trace run PROG)
+
+
 def test_demo_runs_and_checks_against_numpy():
     result = invoke("demo", "--backend", "golden", "--config", "tiny", "--shape", "9", "13", "6",
                     "--seed", "3")
@@ -132,7 +155,15 @@ def test_demo_shape_beyond_the_stride_field_is_refused():
 def test_demo_too_big_is_refused_up_front_naming_the_memory():
     result = run_cli("demo", "-b", "golden", "--shape", 100000, 100000, 100000)
     one_line_error(result, 2, "dense 100000x100000x100000 needs 27.9 GiB of device memory",
-                   "the golden device has 256.0 MiB (--mem-size)")
+                   "the golden device has 256.0 MiB; a device has at most 4 GiB (32-bit DRAM "
+                   "addresses): a smaller shape")
+    one_line_error(run_cli("demo", "-b", "golden", "--shape", 20000, 20000, 200), 2,
+                   "dense 20000x20000x200 needs 391.4 MiB of device memory",
+                   "the golden device has 256.0 MiB; give --mem-size 536870912")
+    result = run_cli("demo", "-b", "golden", "-c", "tiny", "--shape", 200, 300, 100,
+                     "--mem-size", 1 << 16)
+    one_line_error(result, 2, "needs 2.1 MiB of device memory", "has 64.0 KiB; give "
+                   "--mem-size 4194304")
 
 
 def test_demo_negative_seed():
@@ -397,3 +428,11 @@ def test_ctrl_c_stops_the_simulator_at_once(tmp_path, where):
         except OSError:
             continue
     assert left == [], f"simulator processes left: {left}"
+
+
+def test_diff_of_golden_against_itself_is_refused(hand_program):
+    one_line_error(run_cli("diff", hand_program, "-b", "golden"), 2,
+                   "the golden model against itself compares nothing; give -b verilator")
+    result = run_cli("diff", hand_program, "-b", "golden", "--reference", "verilator")
+    assert result.exit_code == 0, result.output
+    assert "golden agrees with verilator" in result.output

@@ -98,10 +98,13 @@ def _check_dense_size(cfg: Config, backend: str, shape: tuple[int, int, int],
         mem_size = (golden.DEFAULT_MEM_SIZE if backend == "golden"
                     else rtl.DEFAULT_MEM_SIZE[backend])
     if device_need > mem_size:
+        fits = 1 << (device_need - 1).bit_length()  # the smallest power of two that fits
+        hint = (f"give --mem-size {fits}" if fits <= 1 << 32 else
+                "a device has at most 4 GiB (32-bit DRAM addresses): a smaller shape")
         raise click.BadParameter(
             f"dense {m}x{k}x{n} needs {_size(device_need)} of device memory (x {_size(mp * kp)}, "
             f"w {_size(np_ * kp)}, out {_size(mp * np_)}); the {backend} device has "
-            f"{_size(mem_size)} (--mem-size)", param_hint="--shape")
+            f"{_size(mem_size)}; {hint}", param_hint="--shape")
     if mp // b > 0xFFFF:
         raise click.BadParameter(
             f"M = {m} needs {mp // b} input columns, more than a LOAD's 16-bit x_stride field "
@@ -449,7 +452,12 @@ def _write(path: Path, data: bytes) -> None:
 @config_option
 @json_option
 def isa_cmd(config: str, as_json: bool) -> None:
-    """Print the bit layout of every instruction format for a configuration."""
+    """Print the bit layout of every instruction format for a configuration.
+
+    \b
+    Example:
+      vta isa -c tiny --json
+    """
     cfg = load_config(config)
     if as_json:
         echo_json({fmt: [{"name": f.name, "lo": f.lo, "width": f.width, "signed": f.signed}
@@ -464,7 +472,12 @@ def isa_cmd(config: str, as_json: bool) -> None:
               show_default=True)
 @json_option
 def regs(fmt: str, as_json: bool) -> None:
-    """Print the control register map (the docs and the RTL header come from it)."""
+    """Print the control register map (the docs and the RTL header come from it).
+
+    \b
+    Example:
+      vta regs --format verilog > vta_regs.vh
+    """
     from .driver import regs as regmap
 
     if as_json:

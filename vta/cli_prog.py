@@ -396,14 +396,22 @@ def diff(program: Path, backend: str, reference: str, as_json: bool, **sim) -> N
     """
     from . import diverge
 
+    if backend == reference == "golden":
+        raise click.UsageError("the golden model against itself compares nothing; give "
+                               "-b verilator or -b icarus (or --reference an RTL backend)")
     prog = load_program(program)
     start = time.perf_counter()
-    with _open(backend, prog.cfg, _options_for(prog, backend, sim), as_json) as dut:
-        # the reference gets the same memory size, so DRAM_RANGE faults agree
-        size = dut.driver.transport.mem_size
-        with _open(reference, prog.cfg, {"mem_size": size}, True) as ref, \
+    under_test = (backend, _options_for(prog, backend, sim))
+    compared = (reference, _options_for(prog, reference, {}))
+    # the simulator opens first (each memory size is its own build) and the other device
+    # gets its memory size, so DRAM_RANGE faults agree
+    first, second = (compared, under_test) if backend == "golden" else (under_test, compared)
+    with _open(first[0], prog.cfg, first[1], as_json) as one:
+        size = one.driver.transport.mem_size
+        with _open(second[0], prog.cfg, {**second[1], "mem_size": size}, True) as other, \
                 working(f"running {program.name} on {reference} and {backend}, then "
                         "prefixes of it:", as_json):
+            ref, dut = (one, other) if first is compared else (other, one)
             found = diverge.first_divergence(prog, ref, dut)
     seconds = time.perf_counter() - start
     if as_json:

@@ -150,7 +150,12 @@ def cache() -> None:
 @cache.command("list")
 @json_option
 def cache_list(as_json: bool) -> None:
-    """Show every cached build: top module, simulator, configuration, size, date."""
+    """Show every cached build: top module, simulator, configuration, size, date.
+
+    \b
+    Example:
+      vta cache list --json
+    """
     builds = _builds()
     if as_json:
         echo_json(builds)
@@ -172,7 +177,12 @@ def cache_list(as_json: bool) -> None:
 @click.option("--yes", "-y", is_flag=True, help="do not ask")
 @friendly
 def cache_clean(simulator: str | None, yes: bool) -> None:
-    """Remove cached builds (the next run rebuilds what it needs)."""
+    """Remove cached builds (the next run rebuilds what it needs).
+
+    \b
+    Example:
+      vta cache clean --simulator verilator --yes
+    """
     from .sim.build import cache_root
 
     builds = [b for b in _builds() if simulator is None or b["simulator"] == simulator]
