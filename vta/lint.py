@@ -40,10 +40,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import tokenorder
 from .config import TOKEN_QUEUE_DEPTH
-from .golden import ENGINES, FORBIDDEN_FLAGS, POP_QUEUE, PUSH_QUEUE, dispatch_engine
+from .golden import FORBIDDEN_FLAGS, POP_QUEUE, PUSH_QUEUE, dispatch_engine
 from .isa import DEFINED_OPCODES, AluOp, Insn, MemId, Opcode, disassemble
 from .progfile import Program, accesses, compute_uops
+from .tokenorder import TokenPlay
 
 _MEM_IDS = frozenset(int(m) for m in MemId)
 _ALU_OPS = frozenset(int(a) for a in AluOp)
@@ -98,12 +100,12 @@ def lint(prog: Program, *, mem_size: int | None = None) -> list[Finding]:
     engines = [dispatch_engine(i) for i in insns]
     out: list[Finding] = []
     out += _fields(insns, engines)
-    schedule, tokens = _tokens(insns, engines, out)
+    played = _tokens(insns, engines, out)
     kernels = compute_uops(prog)
     out += _bounds(prog, insns, kernels, mem_size or prog.mem_size or (1 << 26))
     out += _uop_hazards(insns, kernels)
     out += _unwritten_stores(insns, kernels, cfg)
-    out += _races(insns, engines, kernels, schedule, tokens, cfg)
+    out += _races(insns, engines, kernels, played, cfg)
     out.sort(key=lambda f: (f.severity != "error", -1 if f.index is None else f.index))
     return out
 
@@ -148,83 +150,46 @@ def _fields(insns: list[Insn], engines: list[str]) -> list[Finding]:
 
 
 # ------------------------------------------------------------------ tokens
-def _tokens(insns: list[Insn], engines: list[str], out: list[Finding]):
-    """Play the token protocol; returns (retire order, {index: [(queue, pusher)]})."""
-    queues = {e: [i for i, eng in enumerate(engines) if eng == e and
-                  insns[i].opcode in DEFINED_OPCODES] for e in ENGINES}
-    heads = dict.fromkeys(ENGINES, 0)
-    fifo: dict[str, list[int]] = {q: [] for q in PUSH_QUEUE.values()}
-    pushed = dict.fromkeys(fifo, 0)
-    order: list[int] = []
-    sources: dict[int, list[tuple[str, int]]] = {}
-    overflowed = set()
-
-    def wants(engine: str, insn: Insn) -> list[str]:
-        return [POP_QUEUE[(engine, f)] for f in ("pop_prev_dep", "pop_next_dep")
-                if getattr(insn, f) and (engine, f) in POP_QUEUE]
-
-    progress = True
-    while progress:
-        progress = False
-        for engine in ENGINES:
-            if heads[engine] >= len(queues[engine]):
-                continue
-            index = queues[engine][heads[engine]]
-            insn = insns[index]
-            need = wants(engine, insn)
-            if any(not fifo[q] for q in need):
-                continue
-            sources[index] = [(q, fifo[q].pop(0)) for q in need]
-            for f in ("push_prev_dep", "push_next_dep"):
-                q = PUSH_QUEUE.get((engine, f))
-                if getattr(insn, f) and q is not None:
-                    fifo[q].append(index)
-                    pushed[q] += 1
-                    if len(fifo[q]) > TOKEN_QUEUE_DEPTH and q not in overflowed:
-                        overflowed.add(q)
-                        out.append(Finding("error", "token-overflow", index, engine, f,
-                                           f"pushes a {TOKEN_QUEUE_DEPTH + 1}th token onto {q} "
-                                           f"(capacity {TOKEN_QUEUE_DEPTH})"))
-            order.append(index)
-            heads[engine] += 1
-            progress = True
-    stuck = {e: queues[e][heads[e]] for e in ENGINES if heads[e] < len(queues[e])}
-    for engine, index in stuck.items():
-        insn = insns[index]
-        empty = [q for q in wants(engine, insn) if not fifo[q]]
-        for q in empty:
+def _tokens(insns: list[Insn], engines: list[str], out: list[Finding]) -> TokenPlay:
+    """Play the token protocol (:func:`vta.tokenorder.play`); its faults become findings."""
+    played = tokenorder.play(insns, engines)
+    for q, (index, flag) in played.overflow.items():
+        out.append(Finding("error", "token-overflow", index, engines[index], flag,
+                           f"pushes a {TOKEN_QUEUE_DEPTH + 1}th token onto {q} "
+                           f"(capacity {TOKEN_QUEUE_DEPTH})"))
+    for engine, index in played.stuck.items():
+        for q in tokenorder.pops(engine, insns[index]):
+            if q in played.left:
+                continue  # a token is there: it waits on its other queue
             out.append(Finding("error", "deadlock", index, engine,
                                next(f for f in ("pop_prev_dep", "pop_next_dep")
                                     if POP_QUEUE.get((engine, f)) == q),
-                               _deadlock_reason(q, index, insns, engines, queues, heads, stuck,
-                                                pushed)))
-    if not stuck:
-        for q, left in fifo.items():
-            if left:
-                pusher = next(e for (e, _), qq in PUSH_QUEUE.items() if qq == q)
-                out.append(Finding("warning", "tokens-left", left[0], pusher, None,
-                                   f"{len(left)} token(s) pushed onto {q} are never popped "
-                                   f"(the first by #{left[0]}); a later run starts with empty "
-                                   "queues, so they are lost"))
-    return order, sources
+                               _deadlock_reason(q, index, insns, engines, played)))
+    if not played.stuck:
+        for q, left in played.left.items():
+            pusher = next(e for (e, _), qq in PUSH_QUEUE.items() if qq == q)
+            out.append(Finding("warning", "tokens-left", left[0], pusher, None,
+                               f"{len(left)} token(s) pushed onto {q} are never popped "
+                               f"(the first by #{left[0]}); a later run starts with empty "
+                               "queues, so they are lost"))
+    return played
 
 
-def _deadlock_reason(q, index, insns, engines, queues, heads, stuck, pushed) -> str:
+def _deadlock_reason(q: str, index: int, insns: list[Insn], engines: list[str],
+                     played: TokenPlay) -> str:
     pusher_engine = next(e for (e, _), qq in PUSH_QUEUE.items() if qq == q)
     flag = next(f for (e, f), qq in PUSH_QUEUE.items() if qq == q)
-    remaining = [i for i in queues[pusher_engine][heads[pusher_engine]:]
-                 if getattr(insns[i], flag)]
+    engine_insns = played.queues[pusher_engine]
+    remaining = [i for i in engine_insns[played.heads[pusher_engine]:] if getattr(insns[i], flag)]
     pops_before = sum(1 for i, e in enumerate(engines)
-                      if i < index and any(POP_QUEUE.get((e, f)) == q
-                                           for f in ("pop_prev_dep", "pop_next_dep")
-                                           if getattr(insns[i], f)))
+                      if i < index and q in tokenorder.pops(e, insns[i]))
     text = f"waits forever on {q}: "
     if not remaining:
-        return text + (f"all {pushed[q]} token(s) the stream pushes onto {q} are taken by the "
-                       f"{pops_before} pop(s) before it, and no instruction left pushes {q}")
+        return text + (f"all {played.pushed[q]} token(s) the stream pushes onto {q} are taken "
+                       f"by the {pops_before} pop(s) before it, and no instruction left pushes {q}")
     nxt = remaining[0]
-    if pusher_engine in stuck:
-        blocker = stuck[pusher_engine]
+    if pusher_engine in played.stuck:
+        blocker = played.stuck[pusher_engine]
         return text + (f"the next push of {q} is #{nxt} ({pusher_engine}), behind #{blocker}, "
                        f"where the {pusher_engine} engine is itself stuck")
     return text + f"the next push of {q} is #{nxt} ({pusher_engine}), which never runs"
@@ -378,27 +343,9 @@ def _unwritten_stores(insns, kernels, cfg) -> list[Finding]:
 
 
 # ------------------------------------------------------------------ races
-def _races(insns, engines, kernels, order, sources, cfg) -> list[Finding]:
+def _races(insns, engines, kernels, played: TokenPlay, cfg) -> list[Finding]:
     """Cross-engine scratchpad accesses no token chain orders (vector clocks)."""
-    pos = {}  # index -> (engine, position in its engine)
-    count = dict.fromkeys(ENGINES, 0)
-    clock: dict[int, dict[str, int]] = {}
-    last: dict[str, dict[str, int]] = {e: dict.fromkeys(ENGINES, 0) for e in ENGINES}
-    for index in order:
-        engine = engines[index]
-        count[engine] += 1
-        pos[index] = (engine, count[engine])
-        vc = dict(last[engine])
-        for _, src in sources.get(index, ()):
-            for e, n in clock[src].items():
-                vc[e] = max(vc[e], n)
-        vc[engine] = count[engine]
-        clock[index] = vc
-        last[engine] = vc
-
-    def before(a: int, b: int) -> bool:  # a happens before b
-        ea, pa = pos[a]
-        return clock[b][ea] >= pa
+    order = played.order
 
     # who touches which scratchpad entries, per engine pair that shares a buffer
     loads, computes, stores = [], [], []
@@ -415,15 +362,13 @@ def _races(insns, engines, kernels, order, sources, cfg) -> list[Finding]:
             stores.append((index, np.arange(lo, hi)))
     out = []
     compute_order = [i for i, _ in computes]
-    compute_pos = [pos[i][1] for i in compute_order]
+    compute_pos = [played.rank(i) for i in compute_order]
 
     def unordered(a: int) -> list[int]:
         """Compute instructions neither before nor after ``a`` (a window in compute order)."""
-        known = clock[a]["compute"]  # compute instructions that happen before a
-        lo = bisect.bisect_right(compute_pos, known)
-        ea, pa = pos[a]
+        lo = bisect.bisect_right(compute_pos, played.known(a, "compute"))
         hi = lo
-        while hi < len(compute_order) and clock[compute_order[hi]][ea] < pa:
+        while hi < len(compute_order) and not played.before(a, compute_order[hi]):
             hi += 1
         return compute_order[lo:hi]
 

@@ -6,8 +6,8 @@ conflicting accesses (same scratchpad entry or DRAM byte, at least one write)
 made by different engines are ordered by tokens.  Token order is
 *happens-before*: program order within an engine, and the k-th push onto a
 queue before the k-th pop from it (a pop needs a token, and tokens are
-counted).  :func:`races` computes it with vector clocks and lists the
-unordered conflicting pairs.
+counted).  :func:`races` computes it with :mod:`vta.tokenorder` (vector
+clocks, shared with ``vta lint``) and lists the unordered conflicting pairs.
 
 :func:`undefined_reads` lists reads of scratchpad entries (INP, WGT, ACC, OUT,
 micro-ops) that no earlier-ordered instruction of the program wrote: their
@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..golden import ENGINES, POP_QUEUE, PUSH_QUEUE, dispatch_engine
+from .. import tokenorder
+from ..golden import dispatch_engine
 from ..isa import UOP_BYTES, MemId, Opcode, Uop
 from .generator import Case
 
@@ -49,7 +50,8 @@ def races(case: Case, limit: int = 10) -> list[Race]:
     analysis = _analyse(case)
     if analysis is None:
         return []
-    engines, clocks, access = analysis
+    played, access = analysis
+    engines = played.engines
     found: list[Race] = []
     for a in range(len(access)):
         i, res_i, write_i, set_i = access[a]
@@ -57,7 +59,7 @@ def races(case: Case, limit: int = 10) -> list[Race]:
             j, res_j, write_j, set_j = access[b]
             if res_i != res_j or engines[i] == engines[j] or not (write_i or write_j):
                 continue
-            if _ordered(clocks, engines, i, j) or _ordered(clocks, engines, j, i):
+            if played.before(i, j) or played.before(j, i):
                 continue
             overlap = _overlap(set_i, set_j)
             if overlap is not None:
@@ -72,7 +74,7 @@ def undefined_reads(case: Case, limit: int = 10) -> list[tuple[int, str]]:
     analysis = _analyse(case)
     if analysis is None:
         return []
-    engines, clocks, access = analysis
+    played, access = analysis
     found = []
     for i, res, write, entries in access:
         if write or res == "DRAM":
@@ -81,7 +83,7 @@ def undefined_reads(case: Case, limit: int = 10) -> list[tuple[int, str]]:
         for j, res_j, write_j, set_j in access:
             if not missing:
                 break
-            if write_j and res_j == res and j != i and _ordered(clocks, engines, j, i):
+            if write_j and res_j == res and played.before(j, i):
                 missing -= set_j
         if missing:
             found.append((i, f"{res} entry {min(missing)}"))
@@ -90,59 +92,13 @@ def undefined_reads(case: Case, limit: int = 10) -> list[tuple[int, str]]:
     return found
 
 
-_ENGINE_INDEX = {e: k for k, e in enumerate(ENGINES)}
-
-
-def _ordered(clocks, engines, i: int, j: int) -> bool:
-    """Instruction ``i`` happens before ``j``."""
-    e = _ENGINE_INDEX[engines[i]]
-    return clocks[i][e] <= clocks[j][e] and i != j and (engines[i] != engines[j] or i < j)
-
-
 def _analyse(case: Case):
     insns = case.placed()
     engines = [dispatch_engine(i) for i in insns]
-    clocks = _vector_clocks(insns, engines)
-    if clocks is None:
+    played = tokenorder.play(insns, engines)
+    if played.stuck:
         return None
-    return engines, clocks, list(_accesses(case, insns))
-
-
-def _vector_clocks(insns, engines) -> list[tuple[int, ...]] | None:
-    """Each instruction's vector clock (load, compute, store), or None on a deadlock."""
-    queues: dict[str, list[int]] = {e: [] for e in ENGINES}
-    for index, engine in enumerate(engines):
-        queues[engine].append(index)
-    heads = dict.fromkeys(ENGINES, 0)
-    pushed: dict[str, list[tuple[int, ...]]] = {q: [] for q in PUSH_QUEUE.values()}
-    popped = dict.fromkeys(pushed, 0)
-    last = {e: (0, 0, 0) for e in ENGINES}
-    clocks: list[tuple[int, ...] | None] = [None] * len(insns)
-    progress = True
-    while progress:
-        progress = False
-        for k, engine in enumerate(ENGINES):
-            if heads[engine] >= len(queues[engine]):
-                continue
-            index = queues[engine][heads[engine]]
-            insn = insns[index]
-            pops = [q for (e, f), q in POP_QUEUE.items() if e == engine and getattr(insn, f, 0)]
-            if any(popped[q] >= len(pushed[q]) for q in pops):
-                continue
-            clock = list(last[engine])
-            for q in pops:
-                clock = [max(a, b) for a, b in zip(clock, pushed[q][popped[q]], strict=True)]
-                popped[q] += 1
-            clock[k] += 1
-            clocks[index] = last[engine] = tuple(clock)
-            for (e, f), q in PUSH_QUEUE.items():
-                if e == engine and getattr(insn, f, 0):
-                    pushed[q].append(last[engine])
-            heads[engine] += 1
-            progress = True
-    if any(c is None for c in clocks):
-        return None
-    return clocks
+    return played, list(_accesses(case, insns))
 
 
 def _overlap(a, b) -> str | None:
