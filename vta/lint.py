@@ -211,7 +211,7 @@ def _uop_columns(kernel) -> dict[str, np.ndarray]:
             "wgt": np.array([u.wgt_idx for _, u in kernel], dtype=np.int64)}
 
 
-def _touch(insn: Insn, kernel, cfg) -> dict[str, np.ndarray]:
+def touches(insn: Insn, kernel, cfg) -> dict[str, np.ndarray]:
     """Scratchpad entries a GEMM/ALU reads and writes: {"reads INP": ..., "writes OUT": ...}."""
     if not kernel or not insn.iter_out or not insn.iter_in:
         return {}
@@ -263,7 +263,7 @@ def _bounds(prog: Program, insns, kernels, mem_size: int) -> list[Finding]:
                                    f"uop_end {insn.uop_end} is beyond the "
                                    f"{cfg.UOP_BUFF_DEPTH}-entry micro-op buffer"))
                 continue
-            for what, idx in _touch(insn, kernels.get(index), cfg).items():
+            for what, idx in touches(insn, kernels.get(index), cfg).items():
                 if what == "writes OUT":
                     continue  # the same indices as ACC, checked once
                 buf = what.split()[1]
@@ -326,7 +326,7 @@ def _unwritten_stores(insns, kernels, cfg) -> list[Finding]:
     out = []
     for index, insn in enumerate(insns):
         if insn.opcode in (Opcode.GEMM, Opcode.ALU):
-            dst = _touch(insn, kernels.get(index), cfg).get("writes OUT")
+            dst = touches(insn, kernels.get(index), cfg).get("writes OUT")
             if dst is not None:
                 written[dst[dst < written.size]] = True
         elif insn.opcode == Opcode.STORE and insn.x_size and insn.memory_type == MemId.OUT:
@@ -356,7 +356,7 @@ def _races(insns, engines, kernels, played: TokenPlay, cfg) -> list[Finding]:
             lo, hi = _mem_span(insn)
             loads.append((index, _buffer_of(insn), np.arange(lo, hi)))
         elif insn.opcode in (Opcode.GEMM, Opcode.ALU):
-            computes.append((index, _touch(insn, kernels.get(index), cfg)))
+            computes.append((index, touches(insn, kernels.get(index), cfg)))
         elif insn.opcode == Opcode.STORE and insn.x_size and insn.memory_type == MemId.OUT:
             lo, hi = _mem_span(insn)
             stores.append((index, np.arange(lo, hi)))
@@ -372,13 +372,13 @@ def _races(insns, engines, kernels, played: TokenPlay, cfg) -> list[Finding]:
             hi += 1
         return compute_order[lo:hi]
 
-    touches = dict(computes)
+    touched_by = dict(computes)
 
     def first_race(index: int, engine: str, entries: np.ndarray, key: str, earlier: str,
                    later: str) -> None:
         """Report the first compute instruction racing with ``index`` on ``entries``."""
         for c in unordered(index):
-            other = touches[c].get(key)
+            other = touched_by[c].get(key)
             common = np.intersect1d(other, entries) if other is not None else ()
             if len(common):
                 text = (earlier if c < index else later).format(entry=int(common[0]), c=c)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import datetime
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -294,16 +294,22 @@ def compute_uops(prog: Program) -> dict[int, list[tuple[int, Uop]]]:
     (they and GEMM/ALU all run on the compute engine, in stream order) from the
     program's memory image; entries no LOAD wrote read as zero.
     """
-    cfg = prog.cfg
+    return follow_uops(prog.insns(), prog.cfg, prog.read)
+
+
+def follow_uops(insns: Iterable[Insn], cfg: Config, read: Callable[[int, int], bytes]
+                ) -> dict[int, list[tuple[int, Uop]]]:
+    """:func:`compute_uops` for any stream: ``read(addr, nbytes)`` gives the memory image
+    before the run (zeros outside what it holds)."""
     sram = np.zeros(cfg.UOP_BUFF_DEPTH, dtype="<u4")
     out: dict[int, list[tuple[int, Uop]]] = {}
-    for index, insn in enumerate(prog.insns()):
+    for index, insn in enumerate(insns):
         if insn.opcode == Opcode.LOAD and insn.memory_type == MemId.UOP and insn.x_size:
             x_total = insn.x_pad_0 + insn.x_size + insn.x_pad_1
             block = np.zeros((insn.y_pad_0 + insn.y_size + insn.y_pad_1, x_total), dtype="<u4")
             for y in range(insn.y_size):
-                raw = prog.read((insn.dram_base + y * insn.x_stride) * UOP_BYTES,
-                                insn.x_size * UOP_BYTES)
+                raw = read((insn.dram_base + y * insn.x_stride) * UOP_BYTES,
+                           insn.x_size * UOP_BYTES)
                 block[insn.y_pad_0 + y, insn.x_pad_0:insn.x_pad_0 + insn.x_size] = (
                     np.frombuffer(raw, dtype="<u4"))
             flat = block.reshape(-1)

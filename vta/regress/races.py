@@ -29,7 +29,9 @@ from dataclasses import dataclass
 
 from .. import tokenorder
 from ..golden import dispatch_engine
-from ..isa import UOP_BYTES, MemId, Opcode, Uop
+from ..isa import MemId, Opcode
+from ..lint import touches
+from ..progfile import elem_bytes, follow_uops
 from .generator import Case
 
 
@@ -115,17 +117,22 @@ def _overlap(a, b) -> str | None:
 def _accesses(case: Case, insns) -> Iterator[tuple[int, str, bool, object]]:
     """(index, resource, is_write, entries set or DRAM byte intervals) per access."""
     cfg = case.cfg
-    uops_at: dict[int, Uop] = {}  # the micro-op buffer, followed through the UOP LOADs
     image = case.image()
-    elem = {MemId.INP: cfg.INP_ELEM_BYTES, MemId.WGT: cfg.WGT_ELEM_BYTES,
-            MemId.ACC: cfg.ACC_ELEM_BYTES, MemId.ACC_8BIT: cfg.BATCH * cfg.BLOCK_OUT,
-            MemId.UOP: UOP_BYTES, MemId.OUT: cfg.OUT_ELEM_BYTES}
+
+    def read(addr: int, nbytes: int) -> bytes:  # the arena; zeros outside it
+        out = bytearray(nbytes)
+        lo, hi = max(addr - case.base, 0), min(addr - case.base + nbytes, len(image))
+        if lo < hi:
+            out[lo - (addr - case.base):hi - (addr - case.base)] = image[lo:hi]
+        return bytes(out)
+
+    kernels = follow_uops(insns, cfg, read)
     for index, insn in enumerate(insns):
         op = insn.opcode
-        if op in (Opcode.LOAD, Opcode.STORE) and insn.x_size and insn.memory_type in elem:
-            e = elem[insn.memory_type]
-            rows = [((insn.dram_base + y * insn.x_stride) * e,
-                     (insn.dram_base + y * insn.x_stride + insn.x_size) * e)
+        elem = elem_bytes(cfg, insn.memory_type) if op in (Opcode.LOAD, Opcode.STORE) else None
+        if elem is not None and insn.x_size:
+            rows = [((insn.dram_base + y * insn.x_stride) * elem,
+                     (insn.dram_base + y * insn.x_stride + insn.x_size) * elem)
                     for y in range(insn.y_size)]
             if op == Opcode.STORE:
                 yield index, "DRAM", True, rows
@@ -138,56 +145,23 @@ def _accesses(case: Case, insns) -> Iterator[tuple[int, str, bool, object]]:
             entries = set(range(insn.sram_base, insn.sram_base + total))
             name = "ACC" if insn.memory_type == MemId.ACC_8BIT else MemId(insn.memory_type).name
             yield index, name, True, entries
-            if insn.memory_type == MemId.UOP:
-                _follow_uops(case, insn, image, uops_at)
         elif op in (Opcode.GEMM, Opcode.ALU):
-            yield from _compute_access(index, insn, uops_at, cfg)
+            yield from _compute_access(index, insn, kernels[index], cfg)
 
 
-def _follow_uops(case: Case, insn, image, uops_at) -> None:
-    """Record what a UOP LOAD puts in the micro-op buffer (padding included)."""
-    from ..isa import decode_uop
-
-    cfg = case.cfg
-    row = insn.x_pad_0 + insn.x_size + insn.x_pad_1
-    rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
-    for r in range(rows):
-        for x in range(row):
-            pos = insn.sram_base + r * row + x
-            if pos >= cfg.UOP_BUFF_DEPTH:
-                continue
-            y, xx = r - insn.y_pad_0, x - insn.x_pad_0
-            uop = Uop()
-            if 0 <= y < insn.y_size and 0 <= xx < insn.x_size:
-                addr = (insn.dram_base + y * insn.x_stride + xx) * UOP_BYTES - case.base
-                if 0 <= addr and addr + UOP_BYTES <= len(image):
-                    uop = decode_uop(image[addr:addr + UOP_BYTES], cfg)
-            uops_at[pos] = uop
-
-
-def _compute_access(index: int, insn, uops_at, cfg) -> Iterator[tuple[int, str, bool, object]]:
-    if insn.iter_out == 0 or insn.iter_in == 0 or insn.uop_end <= insn.uop_bgn:
+def _compute_access(index: int, insn, kernel, cfg) -> Iterator[tuple[int, str, bool, object]]:
+    """A GEMM/ALU's accesses, from the entries :func:`vta.lint.touches` expands."""
+    touched = {what: set(entries.tolist()) for what, entries in touches(insn, kernel, cfg).items()}
+    if not touched:
         return
-    gemm = insn.opcode == Opcode.GEMM
-    used = range(insn.uop_bgn, min(insn.uop_end, cfg.UOP_BUFF_DEPTH))
-    yield index, "UOP", False, set(used)
-    dst, src, wgt = set(), set(), set()
-    for u in used:
-        uop = uops_at.get(u, Uop())
-        for o in range(insn.iter_out):
-            for i in range(insn.iter_in):
-                dst.add(uop.dst_idx + o * insn.dst_factor_out + i * insn.dst_factor_in)
-                src.add(uop.src_idx + o * insn.src_factor_out + i * insn.src_factor_in)
-                if gemm:
-                    wgt.add(uop.wgt_idx + o * insn.wgt_factor_out + i * insn.wgt_factor_in)
-    if gemm and insn.reset_reg:
-        yield index, "ACC", True, dst  # a reset writes ACC only
+    yield index, "UOP", False, {entry for entry, _ in kernel}
+    dst = touched["writes ACC"]
+    if "writes OUT" not in touched:
+        yield index, "ACC", True, dst  # a GEMM reset writes ACC only
         return
     yield index, "ACC", False, dst  # accumulated into
-    if gemm:
-        yield index, "INP", False, src
-        yield index, "WGT", False, wgt
-    elif not insn.use_imm:
-        yield index, "ACC", False, src
+    for what in ("reads INP", "reads WGT", "reads ACC"):
+        if what in touched:
+            yield index, what.split()[1], False, touched[what]
     yield index, "ACC", True, dst
     yield index, "OUT", True, dst
