@@ -90,6 +90,8 @@ CHUNK_UOPS = 1 << 16
 PLAN_CACHE_UOPS = 1 << 21
 #: Bytes of float weight matrices a model keeps for reuse (beyond it they are dropped).
 _WGT_FLOAT_BYTES = 4 << 20
+#: ALU operations on the same entries that may wait to be applied together.
+_DEFERRED_OPS = 16
 
 
 def dispatch_engine(insn: Insn) -> str:
@@ -154,6 +156,13 @@ class Scratchpads:
     ``wgt_float`` holds weight tiles GEMM plans converted to float matrices,
     by (plan, WGT base); it is only valid while WGT is unchanged, and the model
     empties it whenever WGT may have changed (a LOAD of WGT, the start of a run).
+
+    ``pending`` holds ALU results not written yet: ``(rows, ops)``, a slice of
+    ACC/OUT entries and the ALU operations ``(ufunc, immediate)`` retired on
+    exactly those entries, in order, with nothing else reading or writing them
+    since (see :meth:`defer`).  :meth:`settle` applies them; the model settles
+    before anything else reads or writes ACC or OUT entries, and at the end of
+    every run, so that nothing but the cost can tell.
     """
 
     def __init__(self, cfg: Config):
@@ -172,6 +181,33 @@ class Scratchpads:
         self.acc2 = self.acc.reshape(cfg.ACC_BUFF_DEPTH, b * bo)
         self.out2 = self.out.reshape(cfg.OUT_BUFF_DEPTH, b * bo)
         self.wgt_float: dict[tuple[object, int], np.ndarray] = {}
+        self.pending: tuple[slice, list[tuple[np.ufunc, np.int32]]] | None = None
+
+    def defer(self, rows: slice, func: np.ufunc, imm: np.int32) -> None:
+        """Retire the ALU operation ``acc[rows] = func(acc[rows], imm)``, ``out[rows] =
+        acc[rows]`` later, together with the next ones on the same rows.
+
+        The epilogue of a tile (shift, ReLU, clip: three or four instructions over the
+        same entries) then costs one pass over ACC and one write of OUT.  At most
+        :data:`_DEFERRED_OPS` operations wait (bounded memory, whatever the stream).
+        """
+        if self.pending is not None and (self.pending[0] != rows
+                                         or len(self.pending[1]) >= _DEFERRED_OPS):
+            self.settle()
+        if self.pending is None:
+            self.pending = (rows, [])
+        self.pending[1].append((func, imm))
+
+    def settle(self) -> None:
+        """Apply the ``pending`` ALU operations (see :meth:`defer`)."""
+        if self.pending is None:
+            return
+        rows, ops = self.pending
+        self.pending = None
+        acc = self.acc2[rows]
+        for func, imm in ops:
+            func(acc, imm, out=acc)  # int32 arithmetic wraps modulo 2**32, as the hardware
+        self.out2[rows] = acc
 
     def buffers(self) -> dict[str, np.ndarray]:
         """The five buffers by name."""
@@ -228,20 +264,25 @@ class GoldenModel:
                          Opcode.FINISH: lambda *_: None}  # FINISH: only its tokens
         self._plan_uops = 0
         self._depth = {name: arr.shape[0] for name, arr in self.sp.buffers().items()}
-        #: loadable memory type -> (its buffer's entries as rows, DRAM bytes per entry, counter)
+        #: loadable memory type -> (its buffer's entries as rows, the same flat, DRAM bytes per
+        #: entry, counter, whether it writes ACC); OUT's entries as rows and flat
         self._out_rows = self.sp.raw["out"]
+        self._out_flat = self._out_rows.reshape(-1)
         self._load_targets = {}
         for mem_type, (buf, prefix) in _LOAD_TYPES.items():
             # ACC_8BIT: one int8 lane per byte, sign-extended into the int32 accumulator
             rows = self.sp.acc2 if mem_type == MemId.ACC_8BIT else self.sp.raw[buf]
-            self._load_targets[mem_type] = (rows, rows.shape[1], f"{prefix}_load_bytes")
+            self._load_targets[mem_type] = (rows, rows.reshape(-1), rows.shape[1],
+                                            f"{prefix}_load_bytes", buf == "acc")
         uop_fields = layout("uop", cfg)
-        # kind -> (fields used, their (lo, mask), the same as (k, 1) arrays, buffer depths)
+        # kind -> (fields used, their (lo, mask), the lows and masks as (k, 1) arrays, buffer
+        # depths)
         self._nest_fields = {}
         for kind, used in _NEST_FIELDS.items():
             lo_mask = [(uop_fields[f].lo, (1 << uop_fields[f].width) - 1) for f in used]
+            shifts, masks = np.array(lo_mask, dtype=np.uint32).T[:, :, None]
             self._nest_fields[kind] = (
-                used, lo_mask, np.array(lo_mask, dtype=np.uint32).T[:, :, None],
+                used, lo_mask, shifts, masks,
                 tuple(self._depth[buf.lower()] for buf in _FIELD_BUFFER[kind]))
 
     # ------------------------------------------------------------------ run
@@ -306,6 +347,7 @@ class GoldenModel:
                         trace(TraceEvent(engine, index, insn, pops,
                                          tuple(q for q, _ in links.pushes)))
         finally:
+            self.sp.settle()  # what retired is written, even when the run stopped early
             for name, amount in effects.items():
                 setattr(counters, name, amount)
             counters.load_insns, counters.compute_insns, counters.store_insns = retired
@@ -376,6 +418,21 @@ class GoldenModel:
         return ExecutionError(f"instruction {index} ({engine}): {text}",
                               module=engine, index=index, field=field)
 
+    def _plain_rows(self, insn: MemInsn, elem_bytes: int, sram_fits: bool) -> np.ndarray | None:
+        """The DRAM rows of a LOAD/STORE without padding, as a (y_size, x_size * elem_bytes)
+        view, if the access is plain: its SRAM entries fit the buffer (``sram_fits``), its rows
+        do not overlap and lie inside memory with their whole strides, and no bus-error window
+        is set.  Else None: :meth:`_dram_rows` and the general paths check and copy it."""
+        rows, row_bytes = insn.y_size, insn.x_size * elem_bytes
+        start = insn.dram_base * elem_bytes
+        step = insn.x_stride * elem_bytes if rows > 1 else row_bytes
+        if (sram_fits and step >= row_bytes and start + rows * step <= self.mem.size
+                and self.bus_error is None):
+            if step == row_bytes:
+                return self.mem[start:start + rows * step].reshape(rows, step)
+            return self.mem[start:start + rows * step].reshape(rows, step)[:, :row_bytes]
+        return None
+
     def _dram_rows(self, engine: str, index: int, insn: MemInsn, elem_bytes: int) -> np.ndarray:
         """View (y_size, x_size * elem_bytes) of the DRAM rows of a LOAD/STORE."""
         mem = self.mem
@@ -423,6 +480,8 @@ class GoldenModel:
             self._execute[insn.opcode](engine, index, insn, None)
         except ExecutionError as exc:
             return exc
+        finally:
+            self.sp.settle()
         return None
 
     def _bus_check(self, engine: str, index: int | None, ranges, what: str) -> None:
@@ -453,8 +512,21 @@ class GoldenModel:
         x_size, y_size = insn.x_size, insn.y_size
         if x_size == 0:
             return None  # sync no-op: only its flags matter
-        sram, elem_bytes, counter = target  # (depth, lanes) buffer, bytes per entry in DRAM
+        sram, flat, elem_bytes, counter, writes_acc = target  # bytes per entry: in DRAM
+        if writes_acc:
+            self.sp.settle()  # deferred ALU results first
         base = insn.sram_base
+        if not (insn.x_pad_0 or insn.x_pad_1 or insn.y_pad_0 or insn.y_pad_1):
+            # the common case, one slice assignment; _plain_rows says when it applies
+            rows = self._plain_rows(insn, elem_bytes, base + x_size * y_size <= len(sram))
+            if rows is not None:
+                if mem_type == _ACC_8BIT:
+                    rows = rows.view(np.int8)
+                elif mem_type == _WGT:
+                    self.sp.wgt_float.clear()
+                flat[base * elem_bytes:(base + x_size * y_size) * elem_bytes].reshape(
+                    rows.shape)[...] = rows
+                return counter, y_size * x_size * elem_bytes
         x_total = insn.x_pad_0 + x_size + insn.x_pad_1
         y_total = insn.y_pad_0 + y_size + insn.y_pad_1
         if base + x_total * y_total > sram.shape[0]:
@@ -494,13 +566,21 @@ class GoldenModel:
         out = self._out_rows
         y_size, base = insn.y_size, insn.sram_base
         count = x_size * y_size
+        elem_bytes = out.shape[1]
+        pending = self.sp.pending
+        if pending is not None and pending[0].start < base + count and base < pending[0].stop:
+            self.sp.settle()  # the store reads entries of deferred ALU results
+        rows = self._plain_rows(insn, elem_bytes, base + count <= len(out))
+        if rows is not None:  # the common case, one slice assignment
+            rows[...] = self._out_flat[base * elem_bytes:(base + count) * elem_bytes].reshape(
+                rows.shape)
+            return "out_store_bytes", count * elem_bytes
         if base + count > len(out):
             raise self._fault(
                 "store", index, "sram_base",
                 f"STORE reads SRAM entries {base}..{base + count - 1}, "
                 f"beyond the {len(out)}-entry OUT buffer")
         src = out[base:base + count]
-        elem_bytes = out.shape[1]
         if y_size > 1 and insn.x_stride < x_size:
             # Overlapping destination rows: later rows win, as in a serial store.
             self._dram_rows("store", index, insn, elem_bytes)  # bounds check
@@ -509,7 +589,8 @@ class GoldenModel:
                 self.mem[start:start + x_size * elem_bytes] = (
                     src[y * x_size:(y + 1) * x_size].reshape(-1))
         else:
-            self._dram_rows("store", index, insn, elem_bytes)[...] = src.reshape(y_size, -1)
+            self._dram_rows("store", index, insn, elem_bytes)[...] = src.reshape(
+                y_size, x_size * elem_bytes)  # explicit: y_size may be 0
         return "out_store_bytes", count * elem_bytes
 
     # ------------------------------------------------------------- compute
@@ -572,7 +653,7 @@ class GoldenModel:
     def _pieces(self, index: int, insn: GemmInsn | AluInsn, kind: str, raw: np.ndarray,
                 factors) -> Iterator[tuple[object, list[int]]]:
         """Check a nest's indices, then yield (plan, bases) for each piece in order."""
-        used, lo_mask, (shifts, masks), depths = self._nest_fields[kind]
+        used, lo_mask, shifts, masks, depths = self._nest_fields[kind]
         if raw.size == 1:  # one micro-op (an epilogue's ALU op or a reset): plain integers
             word = int(raw[0])
             low = [(word >> lo) & mask for lo, mask in lo_mask]
@@ -580,10 +661,10 @@ class GoldenModel:
             rel = np.zeros((len(used), 1), dtype=np.int64)
         else:
             fields = ((raw >> shifts) & masks).astype(np.int64)  # (fields used, n_uops)
-            mins = fields.min(axis=1, keepdims=True)
-            rel = fields - mins
-            low = mins.ravel().tolist()
-            spans = rel.max(axis=1).tolist()
+            mins = np.minimum.reduce(fields, axis=1)
+            rel = fields - mins[:, None]
+            low = mins.tolist()
+            spans = np.maximum.reduce(rel, axis=1).tolist()
         f_out = [factors[0][f] for f in used]
         f_in = [factors[1][f] for f in used]
         for k, f in enumerate(used):
@@ -662,8 +743,8 @@ class _Stream:
             if len(self.blocks) >= _BLOCKS_KEPT:
                 self.blocks.clear()
             rows = slice(index // _BLOCK * _BLOCK, (index // _BLOCK + 1) * _BLOCK)
-            block = self.blocks[index // _BLOCK] = _decode_block(
-                self.words[rows], self.codes[rows], self.decoding)
+            block = self.blocks[index // _BLOCK] = list(zip(*_decode_block(
+                self.words[rows], self.codes[rows], self.decoding), strict=True))
         return block[index % _BLOCK]
 
 
@@ -672,29 +753,30 @@ class _Decoding(NamedTuple):
 
     key_mask: np.uint64  # the low bits holding the opcode, the flags and the memory type
     codes: np.ndarray  # (2**key bits,) links code of each key, -1 for an undefined opcode
-    classes: list  # opcode -> (class, number of fields, signed fields' (position, width))
-    places: np.ndarray  # (8, 3, fields) uint64: each field's 64-bit half, shift and mask
+    classes: list  # opcode -> (class, number of fields)
+    places: np.ndarray  # (8, 4, fields) uint64: each field's 64-bit half, shift, mask, sign bit
 
 
 def _decoding_tables(cfg: Config) -> _Decoding:
     """What :meth:`GoldenModel.fetch` and :func:`_decode_block` need, per configuration.
 
     For each opcode, the fields of its class in constructor order, each with
-    its place in the 128-bit word (fields of a shorter class are padded with
-    zero masks).  The dispatch table maps the low bits of a word (opcode, flags
-    and memory type) to the instruction's engine and flag bits.
+    its place in the 128-bit word and, if signed, its sign bit (fields of a
+    shorter class are padded with zero masks).  The dispatch table maps the low
+    bits of a word (opcode, flags and memory type) to the instruction's engine
+    and flag bits.
     """
     fields = {cls: [{f.name: f for f in layout(cls.FORMAT, cfg)}[d.name]
                     for d in dataclasses.fields(cls)]
               for cls in {insn_class(op) for op in DEFINED_OPCODES}}
     classes: list = [None] * 8
-    places = np.zeros((8, 3, max(len(order) for order in fields.values())), dtype=np.uint64)
+    places = np.zeros((8, 4, max(len(order) for order in fields.values())), dtype=np.uint64)
     for op in DEFINED_OPCODES:
         order = fields[insn_class(op)]
-        classes[op] = (insn_class(op), len(order),
-                       [(k, f.width) for k, f in enumerate(order) if f.signed])
+        classes[op] = (insn_class(op), len(order))
         for k, f in enumerate(order):
-            places[op, :, k] = f.lo // 64, f.lo % 64, (1 << f.width) - 1
+            places[op, :, k] = (f.lo // 64, f.lo % 64, (1 << f.width) - 1,
+                                1 << (f.width - 1) if f.signed else 0)
     placed = {f.name: f for f in layout("mem", cfg)}  # generic fields plus the memory type
     key_bits = max(placed[name].lo + placed[name].width
                    for name in ("opcode", *DEP_FLAGS, "memory_type"))
@@ -711,20 +793,21 @@ def _decoding_tables(cfg: Config) -> _Decoding:
 
 
 def _decode_block(words: np.ndarray, codes: np.ndarray,
-                  decoding: _Decoding) -> list[tuple[Insn, _Links]]:
-    """Decode (n, 2) instruction words with links codes ``codes`` (from the fetch):
-    each instruction and what its engine does with its flags."""
+                  decoding: _Decoding) -> tuple[list[Insn], list[_Links]]:
+    """Decode (n, 2) instruction words with links codes ``codes`` (from the fetch): the
+    instructions, and what their engine does with their flags."""
     places = decoding.places[(words[:, 0] & 0x7).astype(np.intp)]  # by each one's opcode
     # (n, fields): every field of every instruction, from its half of the word
     values = (np.where(places[:, 0] != 0, words[:, 1:], words[:, :1]) >> places[:, 1]
               ) & places[:, 2]
-    out = []
-    for row, code in zip(values.view(np.int64).tolist(), codes.tolist(), strict=True):
-        cls, n_fields, signed = decoding.classes[row[0]]
-        for k, width in signed:  # two's complement
-            row[k] -= row[k] >> (width - 1) << width
-        out.append((cls(*row[:n_fields]), _LINKS_BY_CODE[code]))
-    return out
+    sign = places[:, 3]
+    values = (values ^ sign) - sign  # signed fields: two's complement (wraps modulo 2**64)
+    classes = decoding.classes
+    insns = []
+    for row in values.view(np.int64).tolist():
+        cls, n_fields = classes[row[0]]  # field 0 is the opcode
+        insns.append(cls(*row[:n_fields]))
+    return insns, list(map(_LINKS_BY_CODE.__getitem__, codes.tolist()))
 
 
 @dataclass(frozen=True)
@@ -853,6 +936,7 @@ class _ResetPlan:
         self.dst = dst if isinstance(dst, slice) else _index(_index_set(dst)[0], True)
 
     def execute(self, sp: Scratchpads, bases, insn: GemmInsn) -> None:
+        sp.settle()
         sp.acc2[_shifted(self.dst, bases[0])] = 0
 
 
@@ -866,7 +950,9 @@ class _AluPlan:
     def __init__(self, rel: np.ndarray, loops, cfg: Config):
         self.segments = []
         run = _consecutive(rel, loops, 0)
-        if rel.shape[0] == 1 and run:  # no source, distinct destinations: no hazard
+        # one slice of distinct destinations and no source: the operation can be deferred
+        self.deferrable = bool(rel.shape[0] == 1 and run)
+        if self.deferrable:  # no source, distinct destinations: no hazard
             self.segments.append((run, None))
             return
         dst = _expand(rel[0], loops, 0)
@@ -889,6 +975,10 @@ class _AluPlan:
             func = np.right_shift  # the common case, without SHR's general selects
         else:
             func = _ALU_FUNCS[op]
+        if self.deferrable and isinstance(func, np.ufunc):
+            sp.defer(_shifted(self.segments[0][0], bases[0]), func, np.int32(imm))
+            return
+        sp.settle()
         acc, out, base = sp.acc2, sp.out2, bases[0]
         for d, s in self.segments:
             d = _shifted(d, base)
@@ -958,7 +1048,8 @@ class _GemmPlan:
         par = [lp for lp in loops if not (lp[0] > 1 and lp[1] == 0)]
         # one pair per (micro-op, parallel position): dst, src, wgt
         pairs = (rel[:, :, None] + _offsets(par, 3)[:, None, :]).reshape(3, -1)
-        _, r_src, r_wgt = _offsets(red, 3)
+        r_offsets = _offsets(red, 3)
+        r_src, r_wgt = r_offsets[1], r_offsets[2]
         self.k = r_src.size * cfg.BLOCK_IN
         self.ftype = np.float32 if self.k * (1 << 14) < (1 << 24) else np.float64
         self.reductions = r_src.size
@@ -1000,6 +1091,7 @@ class _GemmPlan:
         return x_keys, w_keys
 
     def execute(self, sp: Scratchpads, bases, insn: GemmInsn) -> None:
+        sp.settle()
         b, bi = sp.inp.shape[1:]
         bo = sp.wgt.shape[1]
         k, ftype, nx, nw, red = self.k, self.ftype, self.nx, self.nw, self.reductions

@@ -39,6 +39,7 @@ OPTIONS = frozenset({"mem_size", "trace", "bus_error"})
 DEFAULT_MEM_SIZE = 1 << 28
 
 _MASK32 = 0xFFFFFFFF
+_DONE = regs.status_word(done=True)  # STATUS after a run that finished
 #: Offsets of the registers the transport decodes itself.
 _STATUS, _ERR_INDEX, _ERR_ADDR, _INSN_ADDR, _INSN_COUNT, _TOKENS, _FETCH_INDEX, _CTRL = (
     regs.offset(name) for name in ("STATUS", "ERR_INDEX", "ERR_ADDR", "INSN_ADDR", "INSN_COUNT",
@@ -87,7 +88,9 @@ class GoldenTransport(Transport):
             regs.offset("CONFIG0"): w0,
             regs.offset("CONFIG1"): w1,
         }
-        self._counter_offsets = {regs.offset(n.upper()): n for n, _ in regs.COUNTERS}
+        #: offset of each 32-bit word of a 64-bit counter -> (counter, shift of the word)
+        self._counter_words = {regs.offset(n.upper()) + 4 * high: (n, 32 * high)
+                               for n, _ in regs.COUNTERS for high in (0, 1)}
         self._insn_addr = 0
         self._insn_count = 0
         self._status = 0
@@ -104,12 +107,13 @@ class GoldenTransport(Transport):
 
     # ---------------------------------------------------------- registers
     def read32(self, offset: int) -> int:
+        word = self._counter_words.get(offset)  # first: the driver reads them all after a run
+        if word is not None:
+            self._settle()
+            counter, shift = word
+            return (self._counters[counter] >> shift) & _MASK32
         self._check_offset(offset)
         self._settle()
-        counter = self._counter_offsets.get(offset & ~7)  # 64-bit counters: (low, high) words
-        if counter is not None:
-            value = self._counters[counter]
-            return (value >> 32) & _MASK32 if offset & 4 else value & _MASK32
         if offset in self._const:
             return self._const[offset]
         if offset == _STATUS:
@@ -212,7 +216,7 @@ class GoldenTransport(Transport):
         else:
             self._fetch_index = self._insn_count
             self._set_counters(counters)
-            self._status = regs.status_word(done=True)
+            self._status = _DONE
         finally:
             if self.tracing:
                 self._keep_trace(events)

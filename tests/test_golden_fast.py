@@ -1,0 +1,238 @@
+"""The golden model's fast paths give exactly what its general paths give.
+
+Two fast paths: a LOAD or STORE without padding whose rows do not overlap and lie inside
+memory with their whole strides (and no bus-error window) is one slice assignment
+(``GoldenModel._plain_rows``); an ALU operation with an immediate over one slice of distinct
+ACC entries is deferred and applied together with the next ones on the same entries
+(``Scratchpads.defer``).  Every test runs the same programs on a model as it is and on one
+with both fast paths turned off -- every LOAD/STORE through the general path, every ALU
+operation applied when it retires -- and requires the same memory, scratchpads, counters,
+tokens, trace and fault.  The general paths are what the rest of the golden tests check
+against NumPy formulas.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vta.config import Config
+from vta.errors import DeadlockError, ExecutionError
+from vta.golden import GoldenModel
+from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, Uop, encode_stream, encode_uop
+from vta.regress.generator import ARENA_BYTES, KINDS, generate
+
+DEFAULT = Config.load("default")
+TINY = Config.load("tiny")
+TINY_B2 = Config(**{**TINY.to_dict(), "LOG_BATCH": 1})
+FINISH = GemmInsn(opcode=Opcode.FINISH)
+
+
+def general(model: GoldenModel) -> GoldenModel:
+    """``model`` with its fast paths off (instance attributes shadow the methods)."""
+    model._plain_rows = lambda *args: None
+    sp = model.sp
+
+    def apply_now(rows, func, imm):
+        sp.pending = (rows, [(func, imm)])
+        sp.settle()
+
+    sp.defer = apply_now
+    return model
+
+
+def state(model: GoldenModel) -> dict:
+    return {"mem": model.mem.copy(), "counters": model.counters.as_dict(),
+            "tokens": dict(model.tokens),
+            **{name: buf.copy() for name, buf in model.sp.buffers().items()}}
+
+
+def run(model: GoldenModel, addr: int, count: int) -> dict:
+    events = []
+    try:
+        model.run(addr, count, trace=events.append)
+        fault = None
+    except (ExecutionError, DeadlockError) as exc:
+        fault = (type(exc).__name__, str(exc))
+    return {"fault": fault, "trace": events, **state(model)}
+
+
+def assert_same(fast: dict, slow: dict, what: str) -> None:
+    assert fast.keys() == slow.keys()
+    for key, value in slow.items():
+        if isinstance(value, np.ndarray):
+            diff = np.flatnonzero(fast[key].reshape(-1) != value.reshape(-1))
+            assert not diff.size, f"{what}: {key} differs at element {diff[0]} ({diff.size} differ)"
+        else:
+            assert fast[key] == value, f"{what}: {key} differs"
+
+
+def both(cfg: Config, mem_bytes: int) -> tuple[GoldenModel, GoldenModel]:
+    return GoldenModel(cfg, mem_bytes), general(GoldenModel(cfg, mem_bytes))
+
+
+@pytest.mark.parametrize("cfg", [DEFAULT, TINY_B2], ids=["default", "tiny-batch2"])
+def test_fast_paths_on_generated_programs(cfg):
+    """Every kind of `vta regress` program (random shapes, padding, strides, memory types,
+    overlapping STORE rows, padding-only LOADs, every fault), on both models."""
+    base = 0x10000
+    for kind in KINDS:
+        for seed in (0, 1):
+            case = generate(cfg, seed, base, kind)
+            image = np.frombuffer(bytes(case.image()), dtype=np.uint8)
+            outcomes = []
+            for model in both(cfg, base + ARENA_BYTES):
+                model.mem[base:base + image.size] = image
+                outcomes.append(run(model, case.insn_addr, case.insn_count))
+            assert_same(*outcomes, case.describe())
+
+
+def _random_mem_insn(rng: np.random.Generator, cfg: Config, mem_bytes: int) -> MemInsn:
+    """A LOAD or STORE near the corners of both paths: no padding most of the time,
+    strides below, at and above the row, 0 and 1 rows, DRAM up to and past the end."""
+    store = rng.random() < 0.4
+    mem_type = MemId.OUT if store else rng.choice(
+        [MemId.INP, MemId.WGT, MemId.ACC, MemId.ACC_8BIT, MemId.UOP, MemId.OUT])
+    if store and rng.random() < 0.05:
+        mem_type = MemId.INP  # a fault
+    y, x = int(rng.integers(0, 5)), int(rng.integers(0, 5))
+    pads = rng.integers(0, 3, 4) * (rng.random() < 0.2)
+    elem = {MemId.INP: cfg.INP_ELEM_BYTES, MemId.WGT: cfg.WGT_ELEM_BYTES,
+            MemId.ACC: cfg.ACC_ELEM_BYTES, MemId.ACC_8BIT: cfg.BATCH * cfg.BLOCK_OUT,
+            MemId.UOP: 4, MemId.OUT: cfg.OUT_ELEM_BYTES}[mem_type]
+    entries = mem_bytes // elem
+    dram = int(rng.integers(0, entries)) if rng.random() < 0.5 else int(
+        entries - rng.integers(0, 4 * max(1, x)) - 1)
+    return MemInsn(opcode=Opcode.STORE if store else Opcode.LOAD, memory_type=int(mem_type),
+                   sram_base=int(rng.integers(0, 40)), dram_base=max(0, dram), y_size=y,
+                   x_size=x, x_stride=int(rng.integers(max(0, x - 2), x + 3)),
+                   y_pad_0=int(pads[0]), y_pad_1=int(pads[1]), x_pad_0=int(pads[2]),
+                   x_pad_1=int(pads[3]))
+
+
+@pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["tiny", "tiny-batch2"])
+def test_fast_load_store_on_random_instructions(cfg):
+    """Single LOADs and STOREs on random memory, many at the end of a small memory (where a
+    plain access must leave room for a whole stride), some with a bus-error window."""
+    rng = np.random.default_rng(11)
+    mem_bytes = 1 << 14
+    fast, slow = both(cfg, mem_bytes)
+    data = rng.integers(0, 256, mem_bytes, dtype=np.uint8)
+    taken = {"fast": 0, "general": 0}
+    plain = fast._plain_rows
+
+    def counting_plain_rows(*args):
+        rows = plain(*args)
+        taken["fast" if rows is not None else "general"] += 1
+        return rows
+
+    fast._plain_rows = counting_plain_rows
+    for n in range(3000):
+        insn = _random_mem_insn(rng, cfg, mem_bytes)
+        window = None
+        if rng.random() < 0.1:
+            lo = int(rng.integers(0, mem_bytes // 4096)) * 4096
+            window = (lo, lo + 4096)
+        for model in (fast, slow):
+            model.mem[:] = data
+            model.bus_error = window
+        faults = [model.explain(n, insn) for model in (fast, slow)]
+        assert str(faults[0]) == str(faults[1]), insn
+        assert_same(state(fast), state(slow), f"{insn} (window {window})")
+    assert min(taken.values()) > 300, taken  # both paths well exercised
+
+
+def _racy_stream(rng: np.random.Generator, cfg: Config, n: int, uop_dram: int,
+                 out_dram: int) -> list:
+    """Random compute, store and load instructions without dependency tokens: the
+    engines interleave, so STOREs read OUT between (and during) ALU chains."""
+    insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0,
+                     dram_base=uop_dram // 4, y_size=1, x_size=32, x_stride=32)]
+    slices = [(0, 4), (4, 4), (2, 5), (8, 1)]  # (first entry, count): some overlap
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.45:  # an ALU op with an immediate, mostly on a few repeated slices
+            first, count = slices[int(rng.integers(len(slices)))]
+            op = AluOp(int(rng.choice([AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.SHR, AluOp.MUL])))
+            imm = int(rng.integers(-40, 40)) if op == AluOp.SHR else int(rng.integers(-300, 300))
+            dfi = 1 if rng.random() < 0.9 else int(rng.choice([0, 2]))  # 0 and 2: not a slice
+            insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=int(op), uop_bgn=first,
+                                 uop_end=first + 1, iter_out=1, iter_in=count,
+                                 dst_factor_in=dfi, use_imm=1, imm=imm))
+        elif r < 0.5:  # ALU with a source
+            insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=int(AluOp.ADD), uop_bgn=16,
+                                 uop_end=20, iter_out=1, iter_in=1))
+        elif r < 0.55:  # GEMM or reset over some entries
+            insns.append(GemmInsn(opcode=Opcode.GEMM, reset_reg=int(rng.random() < 0.5),
+                                  uop_bgn=20, uop_end=24, iter_out=2, iter_in=1,
+                                  dst_factor_out=1, src_factor_out=1))
+        elif r < 0.6:  # LOAD of ACC (compute engine)
+            insns.append(MemInsn(opcode=Opcode.LOAD,
+                                 memory_type=int(rng.choice([MemId.ACC, MemId.ACC_8BIT])),
+                                 sram_base=int(rng.integers(0, 10)), dram_base=int(
+                                     rng.integers(0, 64)), y_size=1, x_size=2, x_stride=2))
+        elif r < 0.9:  # STORE of some OUT entries
+            first = int(rng.integers(0, 10))
+            insns.append(MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=first,
+                                 dram_base=out_dram // cfg.OUT_ELEM_BYTES + int(
+                                     rng.integers(0, 64)), y_size=2, x_size=2, x_stride=3))
+        else:  # LOAD of INP or WGT (load engine)
+            insns.append(MemInsn(opcode=Opcode.LOAD,
+                                 memory_type=int(rng.choice([MemId.INP, MemId.WGT])),
+                                 sram_base=0, dram_base=int(rng.integers(0, 64)), y_size=1,
+                                 x_size=4, x_stride=4))
+    if rng.random() < 0.3:  # a fault somewhere: what retired before it must be written
+        at = int(rng.integers(1, len(insns)))
+        insns.insert(at, MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT,
+                                 sram_base=cfg.OUT_BUFF_DEPTH, dram_base=0, y_size=1,
+                                 x_size=1, x_stride=1))
+    return [*insns, FINISH]
+
+
+def test_deferred_alu_on_racy_streams():
+    """ALU chains deferred while STOREs, GEMMs, resets and ACC LOADs on the same and on
+    other entries interleave with them (no tokens: the scheduler's own interleaving)."""
+    cfg = TINY_B2
+    rng = np.random.default_rng(5)
+    uops = [Uop(i % 12, 0, 0) for i in range(16)] + [Uop(i, i + 3, 0) for i in range(4)] + [
+        Uop(i, i, i) for i in range(4)] + [Uop(0, 0, 0)] * 8
+    uop_bytes = b"".join(encode_uop(u, cfg) for u in uops)
+    uop_dram, out_dram, insn_dram = 0x2000, 0x3000, 0x4000
+    data = rng.integers(0, 256, 1 << 14, dtype=np.uint8)
+    data[uop_dram:uop_dram + len(uop_bytes)] = np.frombuffer(uop_bytes, np.uint8)
+    chained = 0  # settles that applied more than one operation
+    for trial in range(60):
+        insns = _racy_stream(rng, cfg, int(rng.integers(10, 60)), uop_dram, out_dram)
+        stream = np.frombuffer(encode_stream(insns, cfg), np.uint8)
+        acc = rng.integers(-5000, 5000, (cfg.ACC_BUFF_DEPTH, cfg.BATCH, cfg.BLOCK_OUT))
+        outcomes = []
+        models = both(cfg, 1 << 16)
+        settle = models[0].sp.settle
+
+        def counting_settle(sp=models[0].sp, settle=settle):
+            nonlocal chained
+            chained += sp.pending is not None and len(sp.pending[1]) > 1
+            settle()
+
+        models[0].sp.settle = counting_settle
+        for model in models:
+            model.mem[:data.size] = data
+            model.mem[insn_dram:insn_dram + stream.size] = stream
+            model.sp.acc[...] = acc
+            outcomes.append(run(model, insn_dram, len(insns)))
+        assert_same(*outcomes, f"trial {trial}")
+    assert chained > 30
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "general"])
+def test_store_of_no_rows_writes_nothing(fast):
+    """A STORE with y_size 0 (x_size > 0) writes nothing and counts 0 bytes, on both
+    paths (the general path used to fail reshaping its empty rows)."""
+    model = GoldenModel(TINY, 1 << 16) if fast else general(GoldenModel(TINY, 1 << 16))
+    model.sp.out[...] = 7
+    insns = [MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=3, dram_base=64,
+                     y_size=0, x_size=2, x_stride=2), FINISH]
+    model.mem[0x1000:0x1000 + 32] = np.frombuffer(encode_stream(insns, TINY), np.uint8)
+    counters = model.run(0x1000, 2)
+    assert counters.store_insns == 1 and counters.out_store_bytes == 0
+    assert not model.mem[:0x1000].any()
