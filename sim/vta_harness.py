@@ -359,6 +359,8 @@ class Harness:
         data = b""
         if op == "read32":
             out["value"], out["resp"] = await self.read32(req["offset"])
+        elif op == "read32_many":  # one request for many registers (the counters)
+            out["values"] = [(await self.read32(offset))[0] for offset in req["offsets"]]
         elif op == "write32":
             out["resp"] = await self.write32(req["offset"], req["value"])
         elif op == "mem_write":

@@ -123,6 +123,35 @@ def test_matmul_matches_numpy_and_counts_cycles(tiny, sim):
     dev.free(buf)
 
 
+@pytest.mark.parametrize("sim", SIMS)
+def test_counters_are_read_in_one_request(tiny, sim, monkeypatch):
+    """After a run the driver reads the 44 counter words in one request to the harness
+    (Transport.read32_many), and they are what the registers give one read at a time."""
+    from vta.driver import regs
+
+    dev, _ = tiny(sim)
+    prog, mem, _ = _matmul(dev, np.random.default_rng(2), 4, 8, 4)
+    buf = _put(dev, mem[4096:].tobytes())
+    transport = dev.driver.transport
+    sent = []
+    call = transport._call
+    monkeypatch.setattr(transport, "_call", lambda req, *a, **k: (sent.append(req["op"]),
+                                                                  call(req, *a, **k))[1])
+    stats = dev.run(prog.insn_addr, prog.insn_count)
+    dev.free(buf)
+    assert sent.count("read32_many") == 1 and sent[-1] == "read32_many", sent
+    one_by_one = {name: dev.driver.read_reg64(name.upper()) for name, _ in regs.COUNTERS}
+    assert stats.counters == one_by_one
+    assert stats.gemm_uops * dev.cfg.BLOCK ** 2 == 4 * 8 * 4 and stats.cycles > 0
+    ids = [regs.offset(name) for name in ("ID", "HW_VERSION", "STATUS")]
+    assert transport.read32_many(ids) == [transport.read32(o) for o in ids]
+    sent.clear()
+    with pytest.raises(DeviceError, match="register offset must be a multiple of 4"):
+        transport.read32_many([ids[0], 0x3])
+    assert sent == []  # refused before anything reached the simulator
+    assert transport.read32_many([]) == []
+
+
 def test_latency_and_stalls_change_cycles_not_results():
     """DRAM latency and random stalls (plusargs, same build) slow the run, never change it."""
     _require("icarus")

@@ -380,13 +380,12 @@ class Driver:
 
     def read_counters(self) -> dict[str, int | None]:
         """Every counter of :data:`regs.COUNTERS` (timing ones ``None`` without a clock)."""
-        out: dict[str, int | None] = {}
-        for name, _ in regs.COUNTERS:
-            if not self.has_timing and name in regs.TIMING_COUNTERS:
-                out[name] = None
-            else:
-                out[name] = self.read_reg64(name.upper())
-        return out
+        names = [name for name, _ in regs.COUNTERS
+                 if self.has_timing or name not in regs.TIMING_COUNTERS]
+        words = self.transport.read32_many([regs.offset(name.upper()) + half
+                                            for name in names for half in (0, 4)])
+        read = {name: words[2 * k] | words[2 * k + 1] << 32 for k, name in enumerate(names)}
+        return {name: read.get(name) for name, _ in regs.COUNTERS}
 
     def snapshot(self) -> dict[str, Any]:
         """Hang-diagnosis registers: FETCH_INDEX, token occupancy, retired counts, STATUS."""

@@ -55,7 +55,7 @@ import subprocess
 import tempfile
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -410,6 +410,17 @@ class RTLTransport(Transport):
         self._check_offset(offset)
         reply, _ = self._call({"op": "read32", "offset": offset})
         return int(reply["value"])
+
+    def read32_many(self, offsets: Sequence[int]) -> list[int]:
+        """One request to the harness for every read (the counters after a run)."""
+        for offset in offsets:
+            self._check_offset(offset)
+        reply, _ = self._call({"op": "read32_many", "offsets": list(offsets)})
+        values = [int(v) for v in reply["values"]]
+        if len(values) != len(offsets):
+            raise SimulatorCrashError(f"{self.name} harness returned {len(values)} values for "
+                                      f"{len(offsets)} register reads")
+        return values
 
     def write32(self, offset: int, value: int) -> None:
         self._check_offset(offset)

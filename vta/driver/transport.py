@@ -8,6 +8,7 @@ counters, error decoding -- lives once in :class:`vta.driver.host.Driver`.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 
 
 class Transport(abc.ABC):
@@ -27,6 +28,14 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     def read32(self, offset: int) -> int:
         """Read the 32-bit control register at byte ``offset``."""
+
+    def read32_many(self, offsets: Sequence[int]) -> list[int]:
+        """Read the 32-bit registers at ``offsets``, in order.
+
+        One :meth:`read32` each by default; a transport for which a request costs
+        more than the read itself (a simulator behind a socket) reads them in one.
+        """
+        return [self.read32(offset) for offset in offsets]
 
     @abc.abstractmethod
     def write32(self, offset: int, value: int) -> None:
