@@ -24,6 +24,10 @@ def test_bench_quick_reports_checked_figures():
     assert abs(gemm["golden_gmacs"] - 128 ** 3 / gemm["golden_ms"] / 1e6) < 1e-6
     layer = results["conv2d ResNet-18 C5"]
     assert abs(layer["mmacs"] - 128 * 128 * 9 * 28 * 28 / 1e6) < 1e-9  # 3x3, stride 1, pad 1
+    # not a terminal: no progress bar, a log line on stderr as each benchmark starts
+    assert [line for line in result.stderr.splitlines() if "benchmark" in line] == [
+        "vta: benchmark 1/3: golden GEMM", "vta: benchmark 2/3: conv2d C5",
+        "vta: benchmark 3/3: conv2d C11"]
 
 
 @pytest.mark.slow

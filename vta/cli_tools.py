@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -77,8 +78,11 @@ def bench(config: str, quick: bool, rtl: str, blas_threads: int, as_json: bool) 
                   transient=as_json) as progress:
         task = progress.add_task("benchmarks", total=len(steps))
         with open_device("golden", cfg) as golden_dev:
-            for title, step in steps:
+            for number, (title, step) in enumerate(steps, 1):
                 progress.update(task, description=title)
+                if not progress.console.is_terminal:  # pipes and CI logs: a line per step
+                    logging.getLogger("vta.bench").info("benchmark %d/%d: %s", number,
+                                                        len(steps), title)
                 try:
                     results.append(step())
                 except AssertionError as exc:
