@@ -224,7 +224,8 @@ def test_asm_refuses_binary_input_and_missing_folder(tmp_path):
     source = tmp_path / "p.s"
     source.write_text("FINISH\n")
     one_line_error(run_cli("asm", source, "-o", "/missing/dir/x.bin"), 1,
-                   "cannot write /missing/dir/x.bin: folder /missing/dir does not exist")
+                   "cannot write /missing/dir/x.bin: folder /missing/dir does not exist "
+                   "(create it first: mkdir -p /missing/dir)")
 
 
 def test_asm_duplicate_and_unknown_fields(tmp_path):

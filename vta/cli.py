@@ -421,7 +421,7 @@ def asm(source: Path, output: Path, config: str) -> None:
             "`vta disasm` reads binary streams") from None
     if not output.parent.is_dir():
         raise click.ClickException(f"cannot write {output}: folder {output.parent} does not "
-                                   "exist")
+                                   f"exist (create it first: mkdir -p {output.parent})")
     program = any(line.strip().startswith(".") for line in text.splitlines())
     cfg = load_config(config)
     if program:
