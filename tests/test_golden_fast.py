@@ -154,7 +154,8 @@ def _racy_stream(rng: np.random.Generator, cfg: Config, n: int, uop_dram: int,
         if r < 0.45:  # an ALU op with an immediate, mostly on a few repeated slices
             first, count = slices[int(rng.integers(len(slices)))]
             op = AluOp(int(rng.choice([AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.SHR, AluOp.MUL])))
-            imm = int(rng.integers(-40, 40)) if op == AluOp.SHR else int(rng.integers(-300, 300))
+            imm = int(rng.integers(-40, 40)) if op == AluOp.SHR else int(
+                rng.choice([0, 127, -5, rng.integers(-300, 300)]))  # repeats, clips, empty clips
             dfi = 1 if rng.random() < 0.9 else int(rng.choice([0, 2]))  # 0 and 2: not a slice
             insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=int(op), uop_bgn=first,
                                  uop_end=first + 1, iter_out=1, iter_in=count,
@@ -236,3 +237,42 @@ def test_store_of_no_rows_writes_nothing(fast):
     counters = model.run(0x1000, 2)
     assert counters.store_insns == 1 and counters.out_store_bytes == 0
     assert not model.mem[:0x1000].any()
+
+
+def test_deferred_chain_against_numpy():
+    """Chains with every repeat and MIN/MAX pair the deferral merges (a repeated MIN or MAX
+    dropped, MAX then MIN as one clip, an empty clip) and the ones it must not (repeated ADD,
+    MUL, SHR; MIN then MAX), against NumPy applied op by op."""
+    cfg = TINY
+    chains = [(2, [(AluOp.MAX, -100), (AluOp.MAX, -100), (AluOp.MIN, 400), (AluOp.MIN, 400),
+                   (AluOp.MIN, 300), (AluOp.MAX, -50), (AluOp.ADD, 5), (AluOp.ADD, 5),
+                   (AluOp.MUL, 3), (AluOp.MUL, 3), (AluOp.SHR, 1), (AluOp.SHR, 1),
+                   (AluOp.ADD, -7)]),
+              (10, [(AluOp.MAX, 60), (AluOp.MIN, 10), (AluOp.ADD, 1)])]  # an empty clip
+    funcs = {AluOp.ADD: np.add, AluOp.MUL: np.multiply, AluOp.SHR: np.right_shift,
+             AluOp.MAX: np.maximum, AluOp.MIN: np.minimum}
+    model = GoldenModel(cfg, 1 << 16)
+    uops = b"".join(encode_uop(Uop(first, 0, 0), cfg) for first, _ in chains)
+    model.mem[0x2000:0x2000 + len(uops)] = np.frombuffer(uops, np.uint8)
+    insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, dram_base=0x2000 // 4,
+                     y_size=1, x_size=len(chains), x_stride=len(chains))]
+    for u, (_, ops) in enumerate(chains):
+        insns += [AluInsn(opcode=Opcode.ALU, alu_opcode=int(op), uop_bgn=u, uop_end=u + 1,
+                          iter_out=1, iter_in=6, dst_factor_in=1, use_imm=1, imm=imm)
+                  for op, imm in ops]
+    insns.append(FINISH)
+    model.mem[0x1000:0x1000 + 16 * len(insns)] = np.frombuffer(encode_stream(insns, cfg),
+                                                              np.uint8)
+    start = np.random.default_rng(3).integers(-150, 350, model.sp.acc.shape, dtype=np.int32)
+    model.sp.acc[...] = start
+    model.run(0x1000, len(insns))
+    want = start.copy()
+    written = np.zeros(len(want), dtype=bool)
+    for first, ops in chains:
+        for op, imm in ops:
+            want[first:first + 6] = funcs[op](want[first:first + 6], np.int32(imm))
+        written[first:first + 6] = True
+    np.testing.assert_array_equal(model.sp.acc, want)
+    np.testing.assert_array_equal(model.sp.out[written], want[written].astype(np.int8))
+    assert not model.sp.out[~written].any()
+    assert len(np.unique(want[2:8])) > 5  # the first chain keeps the values apart

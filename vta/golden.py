@@ -160,7 +160,9 @@ class Scratchpads:
     ``pending`` holds ALU results not written yet: ``(rows, ops)``, a slice of
     ACC/OUT entries and the ALU operations ``(ufunc, immediate)`` retired on
     exactly those entries, in order, with nothing else reading or writing them
-    since (see :meth:`defer`).  :meth:`settle` applies them; the model settles
+    since (see :meth:`defer`; a MAX followed by a MIN is kept as one
+    ``(np.clip, (low, high))``, a MIN or MAX repeating the previous operation
+    is dropped).  :meth:`settle` applies them; the model settles
     before anything else reads or writes ACC or OUT entries, and at the end of
     every run, so that nothing but the cost can tell.
     """
@@ -181,7 +183,7 @@ class Scratchpads:
         self.acc2 = self.acc.reshape(cfg.ACC_BUFF_DEPTH, b * bo)
         self.out2 = self.out.reshape(cfg.OUT_BUFF_DEPTH, b * bo)
         self.wgt_float: dict[tuple[object, int], np.ndarray] = {}
-        self.pending: tuple[slice, list[tuple[np.ufunc, np.int32]]] | None = None
+        self.pending: tuple[slice, list[tuple[Callable, object]]] | None = None
 
     def defer(self, rows: slice, func: np.ufunc, imm: np.int32) -> None:
         """Retire the ALU operation ``acc[rows] = func(acc[rows], imm)``, ``out[rows] =
@@ -196,7 +198,14 @@ class Scratchpads:
             self.settle()
         if self.pending is None:
             self.pending = (rows, [])
-        self.pending[1].append((func, imm))
+        ops = self.pending[1]
+        last = ops[-1] if ops else None
+        if (func, imm) == last and func in (np.minimum, np.maximum):
+            return  # MIN and MAX are idempotent: the same one again changes nothing
+        if func is np.minimum and last is not None and last[0] is np.maximum:
+            ops[-1] = (np.clip, (last[1], imm))  # MAX a, then MIN b: clip to [a, b] at once
+            return
+        ops.append((func, imm))
 
     def settle(self) -> None:
         """Apply the ``pending`` ALU operations (see :meth:`defer`)."""
@@ -206,7 +215,10 @@ class Scratchpads:
         self.pending = None
         acc = self.acc2[rows]
         for func, imm in ops:
-            func(acc, imm, out=acc)  # int32 arithmetic wraps modulo 2**32, as the hardware
+            if func is np.clip:
+                np.clip(acc, *imm, out=acc)  # = minimum(maximum(acc, lo), hi), also if lo > hi
+            else:
+                func(acc, imm, out=acc)  # int32 arithmetic wraps modulo 2**32, as the hardware
         self.out2[rows] = acc
 
     def buffers(self) -> dict[str, np.ndarray]:
