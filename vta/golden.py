@@ -235,7 +235,7 @@ class GoldenModel:
     cfg : Config
         The configuration to model.
     memory : numpy.ndarray or int
-        Device DRAM as a writable 1-D ``uint8`` array (shared, not copied), or
+        Device DRAM as a writable, contiguous 1-D ``uint8`` array (shared, not copied), or
         its size in bytes (default 256 MiB, zero-filled lazily by the OS).
 
     Attributes
@@ -259,8 +259,8 @@ class GoldenModel:
         self.cfg = cfg
         if isinstance(memory, (int, np.integer)):
             memory = np.zeros(int(memory), dtype=np.uint8)
-        if memory.dtype != np.uint8 or memory.ndim != 1:
-            raise TypeError("memory must be a 1-D uint8 numpy array")
+        if memory.dtype != np.uint8 or memory.ndim != 1 or not memory.flags.c_contiguous:
+            raise TypeError("memory must be a contiguous 1-D uint8 numpy array")
         self.mem = memory
         self.sp = Scratchpads(cfg)
         self.counters = Counters()
@@ -440,9 +440,8 @@ class GoldenModel:
         step = insn.x_stride * elem_bytes if rows > 1 else row_bytes
         if (sram_fits and step >= row_bytes and start + rows * step <= self.mem.size
                 and self.bus_error is None):
-            if step == row_bytes:
-                return self.mem[start:start + rows * step].reshape(rows, step)
-            return self.mem[start:start + rows * step].reshape(rows, step)[:, :row_bytes]
+            # the view made directly (cheaper than slicing, reshaping and slicing again)
+            return np.ndarray((rows, row_bytes), np.uint8, self.mem, start, (step, 1))
         return None
 
     def _dram_rows(self, engine: str, index: int, insn: MemInsn, elem_bytes: int) -> np.ndarray:
