@@ -67,13 +67,13 @@ module vta_compute #(
 
     // tokens
     input  wire                  l2g_nonempty,
-    output reg                   l2g_pop,
+    output wire                  l2g_pop,
     input  wire                  s2g_nonempty,
-    output reg                   s2g_pop,
+    output wire                  s2g_pop,
     input  wire                  g2l_full,
-    output reg                   g2l_push,
+    output wire                  g2l_push,
     input  wire                  g2s_full,
-    output reg                   g2s_push,
+    output wire                  g2s_push,
 
     // DMA read clients: 0 UOP, 1 ACC, 2 ACC_8BIT
     output wire [2:0]            dma_req_valid,
@@ -96,22 +96,22 @@ module vta_compute #(
     output wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_INP_WIDTH))-1:0] out_wdata,
 
     // faults, trace, status, counters (increments at retire)
-    output reg                   err,
-    output reg  [7:0]            err_code,
+    output wire                  err,
+    output wire [7:0]            err_code,
     output wire [31:0]           index,
-    output reg                   evt_start,
-    output reg                   evt_retire,
+    output wire                  evt_start,
+    output wire                  evt_retire,
     // one pulse per GEMM/ALU micro-op issued (progress, for a watchdog)
     output wire                  evt_uop,
-    output reg                   finish,
+    output wire                  finish,
     output wire                  idle,
     output wire                  stall,
     output wire                  busy,
-    output reg  [31:0]           uop_bytes,
-    output reg  [31:0]           acc_bytes,
-    output reg  [31:0]           acc8_bytes,
-    output reg  [31:0]           gemm_uops,
-    output reg  [31:0]           alu_uops
+    output wire [31:0]           uop_bytes,
+    output wire [31:0]           acc_bytes,
+    output wire [31:0]           acc8_bytes,
+    output wire [31:0]           gemm_uops,
+    output wire [31:0]           alu_uops
 );
 
 `include "vta_regs.vh"
@@ -154,9 +154,9 @@ localparam STATE_CHECK  = 4'd5;
 localparam STATE_EXEC   = 4'd6;
 localparam STATE_RETIRE = 4'd7;
 
-reg [3:0]   state_reg, state_next;
-reg [`VTA_INSN_W-1:0] insn_reg, insn_next;
-reg [31:0]  index_reg, index_next;
+reg [3:0]   state_reg;
+reg [`VTA_INSN_W-1:0] insn_reg;
+reg [31:0]  index_reg;
 
 // ------------------------------------------------------------ fields
 wire [`VTA_MEM_OPCODE_W-1:0]  opcode    = insn_reg[`VTA_MEM_OPCODE_LO +: `VTA_MEM_OPCODE_W];
@@ -211,8 +211,8 @@ wire        mt_acc  = mem_type == `VTA_MEM_ACC;
 wire        mt_acc8 = mem_type == `VTA_MEM_ACC_8BIT;
 
 // ------------------------------------------------------------ scratchpads
-reg                     uop_re;
-reg  [LOG_UOP_DEPTH-1:0] uop_raddr;
+wire                    uop_re;
+wire [LOG_UOP_DEPTH-1:0] uop_raddr;
 wire [UOP_W-1:0]        uop_rdata;
 wire                    uop_we;
 wire [LOG_UOP_DEPTH-1:0] uop_waddr;
@@ -247,7 +247,7 @@ vta_sram #(.WIDTH(ACC_W), .LOG_DEPTH(A), .OUTPUT_REG(1)) acc_mem_src (
 );
 
 // ------------------------------------------------------------ loads
-reg         ld_start;
+wire        ld_start;
 wire        ld_done;
 wire        ld_err;
 wire [7:0]  ld_err_code;
@@ -361,14 +361,14 @@ always @* begin
 end
 
 // ------------------------------------------------------------ range scan
-reg [16:0] scan_u_reg, scan_u_next;
+reg [16:0] scan_u_reg;
 reg        scan_v1_reg, scan_v2_reg;         // micro-op reads in flight (latency 2)
-reg [15:0] max_dst_reg, max_dst_next;
-reg [15:0] max_src_reg, max_src_next;
-reg [15:0] max_wgt_reg, max_wgt_next;
-reg        c_valid_reg, c_valid_next;        // cache of the last scanned range
-reg [16:0] c_bgn_reg, c_bgn_next;
-reg [16:0] c_end_reg, c_end_next;
+reg [15:0] max_dst_reg;
+reg [15:0] max_src_reg;
+reg [15:0] max_wgt_reg;
+reg        c_valid_reg;        // cache of the last scanned range
+reg [16:0] c_bgn_reg;
+reg [16:0] c_end_reg;
 
 wire [15:0] u_dst = {{(16-`VTA_UOP_DST_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_DST_IDX_LO +: `VTA_UOP_DST_IDX_W]};
 wire [15:0] u_src = {{(16-`VTA_UOP_SRC_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_SRC_IDX_LO +: `VTA_UOP_SRC_IDX_W]};
@@ -393,15 +393,15 @@ wire range_bad = top_dst >= (33'd1 << LOG_ACC_DEPTH)
 
 // ------------------------------------------------------------ loop nest
 // offsets are kept modulo 2**16: every index of a nest that passed CHECK is below 2**16
-reg [16:0] u_reg, u_next;
-reg [13:0] o_reg, o_next;
-reg [13:0] i_reg, i_next;
-reg [15:0] o_dst_reg, o_dst_next, i_dst_reg, i_dst_next;
-reg [15:0] o_src_reg, o_src_next, i_src_reg, i_src_next;
-reg [15:0] o_wgt_reg, o_wgt_next, i_wgt_reg, i_wgt_next;
-reg [31:0] nuops_reg, nuops_next;            // micro-ops of this instruction
+reg [16:0] u_reg;
+reg [13:0] o_reg;
+reg [13:0] i_reg;
+reg [15:0] o_dst_reg, i_dst_reg;
+reg [15:0] o_src_reg, i_src_reg;
+reg [15:0] o_wgt_reg, i_wgt_reg;
+reg [31:0] nuops_reg;            // micro-ops of this instruction
 reg [31:0] elems_reg;                        // x_size * y_size of a LOAD
-reg        issue;
+wire       issue;
 assign evt_uop = issue;
 
 // ------------------------------------------------------------ micro-op pipeline
@@ -449,14 +449,23 @@ wire _unused_ok = &{1'b0, f_bgn[31:17], f_end[31:17], f_dst_o[31:16], f_dst_i[31
                     f_wgt_o[31:16], f_wgt_i[31:16], uop_rdata, ld_wr_idx, ld_busy, 1'b0};
 
 // ------------------------------------------------------------ instruction FSM
+// The state and loop registers are updated in one clocked block; the outputs of the
+// cycle (token pops and pushes, faults, events, counter increments, micro-op reads) are
+// continuous functions of the state and the inputs.  (A simulator such as Icarus runs a
+// combinational `always @*` next-state block on every input change and pays for every
+// variable it reads there; this form costs it a few reads per cycle.)
 wire tokens_ok = (!pop_prev || l2g_nonempty) && (!pop_next || s2g_nonempty);
+wire is_gemm_alu = opcode == `VTA_OPCODE_GEMM || opcode == `VTA_OPCODE_ALU;
 // results other engines (or the host) may look at must be written before retiring
-wire retire_drains = push_prev || push_next
-                     || !(opcode == `VTA_OPCODE_GEMM || opcode == `VTA_OPCODE_ALU);
-// retiring now (no wait, no overflow): the next instruction is taken in the same cycle
-wire retire_now = state_reg == STATE_RETIRE && !(retire_drains && !pipe_empty)
-                  && !((push_prev && g2l_full) || (push_next && g2s_full)) && !halt;
+wire retire_drains = push_prev || push_next || !is_gemm_alu;
+wire retire_wait = retire_drains && !pipe_empty;
+wire token_overflow = (push_prev && g2l_full) || (push_next && g2s_full);
+// retiring (tokens pushed, counters counted), even while halted
+wire retire_ok = state_reg == STATE_RETIRE && !retire_wait && !token_overflow;
+// retiring now and not halted: the next instruction is taken in the same cycle
+wire retire_now = retire_ok && !halt;
 assign cmd_ready = (state_reg == STATE_IDLE || retire_now) && run;
+wire take_cmd = cmd_valid && cmd_ready;
 assign index = index_reg;
 assign idle = state_reg == STATE_IDLE && pipe_empty;
 assign stall = state_reg == STATE_POP && !tokens_ok;
@@ -466,183 +475,162 @@ wire last_u = u_reg == uop_end - 17'd1;
 wire last_i = i_reg == iter_in - 14'd1;
 wire last_o = o_reg == iter_out - 14'd1;
 
-always @* begin
-    state_next = state_reg;
-    insn_next = insn_reg;
-    index_next = index_reg;
-    l2g_pop = 1'b0;
-    s2g_pop = 1'b0;
-    g2l_push = 1'b0;
-    g2s_push = 1'b0;
-    ld_start = 1'b0;
-    err = 1'b0;
-    err_code = `VTA_ERR_NONE;
-    evt_start = 1'b0;
-    evt_retire = 1'b0;
-    finish = 1'b0;
-    uop_bytes = 32'd0;
-    acc_bytes = 32'd0;
-    acc8_bytes = 32'd0;
-    gemm_uops = 32'd0;
-    alu_uops = 32'd0;
-    uop_re = 1'b0;
-    uop_raddr = u_reg[LOG_UOP_DEPTH-1:0];
-    issue = 1'b0;
+// DECODE: fault checks on the fields
+wire decode = state_reg == STATE_DECODE;
+wire bad_mem_type = !(mt_uop || mt_acc || mt_acc8);
+wire bad_alu_op = is_alu && alu_op > `VTA_ALU_MUL;
+wire bad_uop_end = uop_end > (17'd1 << LOG_UOP_DEPTH);
+wire empty_nest = uop_end <= uop_bgn || iter_out == 14'd0 || iter_in == 14'd0;
+wire cached = c_valid_reg && c_bgn_reg == uop_bgn && c_end_reg == uop_end;
+wire err_mem_type = decode && opcode == `VTA_OPCODE_LOAD && bad_mem_type;
+wire err_alu_op = decode && is_gemm_alu && bad_alu_op;
+wire err_range = (decode && is_gemm_alu && !bad_alu_op && bad_uop_end)
+                 || (state_reg == STATE_CHECK && range_bad);
+wire err_load = state_reg == STATE_LOAD && ld_err;
+wire err_tokens = state_reg == STATE_RETIRE && !retire_wait && token_overflow;
+// SCAN: a micro-op read this cycle
+wire scan_read = state_reg == STATE_SCAN && scan_u_reg != uop_end;
+wire scan_done = scan_u_reg == uop_end && !scan_v1_reg && !scan_v2_reg;
+wire counted_load = retire_ok && opcode == `VTA_OPCODE_LOAD && x_size != 16'd0;
 
-    scan_u_next = scan_u_reg;
-    max_dst_next = max_dst_reg;
-    max_src_next = max_src_reg;
-    max_wgt_next = max_wgt_reg;
-    c_valid_next = c_valid_reg;
-    c_bgn_next = c_bgn_reg;
-    c_end_next = c_end_reg;
-    u_next = u_reg;
-    o_next = o_reg;
-    i_next = i_reg;
-    o_dst_next = o_dst_reg;
-    o_src_next = o_src_reg;
-    o_wgt_next = o_wgt_reg;
-    i_dst_next = i_dst_reg;
-    i_src_next = i_src_reg;
-    i_wgt_next = i_wgt_reg;
-    nuops_next = nuops_reg;
+// (the ACC / UOP write ports are the pipeline's until it is empty)
+assign ld_start = decode && opcode == `VTA_OPCODE_LOAD && !bad_mem_type && x_size != 16'd0
+                  && pipe_empty;
+// the run stopped (halt): no further micro-op issues (those issued complete)
+assign issue = state_reg == STATE_EXEC && !halt;
+assign uop_re = state_reg == STATE_EXEC || scan_read;
+assign uop_raddr = scan_read ? scan_u_reg[LOG_UOP_DEPTH-1:0] : u_reg[LOG_UOP_DEPTH-1:0];
+assign evt_start = state_reg == STATE_POP && tokens_ok;
+assign l2g_pop = evt_start && pop_prev;
+assign s2g_pop = evt_start && pop_next;
+assign evt_retire = retire_ok;
+assign g2l_push = retire_ok && push_prev;
+assign g2s_push = retire_ok && push_next;
+assign finish = retire_ok && opcode == `VTA_OPCODE_FINISH;
+assign err = err_mem_type || err_alu_op || err_range || err_load || err_tokens;
+assign err_code = err_mem_type ? `VTA_ERR_BAD_MEMORY_TYPE
+                : err_alu_op ? `VTA_ERR_BAD_ALU_OPCODE
+                : err_range ? `VTA_ERR_SRAM_RANGE
+                : err_load ? ld_err_code
+                : err_tokens ? `VTA_ERR_TOKEN_OVERFLOW
+                : `VTA_ERR_NONE;
+assign uop_bytes = (counted_load && mt_uop) ? elems_reg << LOG_UOP_BYTES : 32'd0;
+assign acc_bytes = (counted_load && mt_acc) ? elems_reg << LOG_ACC_BYTES : 32'd0;
+assign acc8_bytes = (counted_load && mt_acc8) ? elems_reg << LOG_ACC8_BYTES : 32'd0;
+assign gemm_uops = (retire_ok && opcode == `VTA_OPCODE_GEMM && !reset_reg) ? nuops_reg : 32'd0;
+assign alu_uops = (retire_ok && opcode == `VTA_OPCODE_ALU) ? nuops_reg : 32'd0;
 
+always @(posedge clk) begin
     if (uop_we) begin
-        c_valid_next = 1'b0;
+        c_valid_reg <= 1'b0;
     end
 
     case (state_reg)
         STATE_IDLE: begin
             // waits for an instruction
-            if (cmd_valid && cmd_ready) begin
-                insn_next = cmd_data[`VTA_INSN_W-1:0];
-                index_next = cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
-                state_next = STATE_POP;
+            if (take_cmd) begin
+                insn_reg <= cmd_data[`VTA_INSN_W-1:0];
+                index_reg <= cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
+                state_reg <= STATE_POP;
             end
         end
         STATE_POP: begin
             // waits for the l2g / s2g tokens
             if (tokens_ok) begin
-                l2g_pop = pop_prev;
-                s2g_pop = pop_next;
-                evt_start = 1'b1;
-                state_next = STATE_DECODE;
+                state_reg <= STATE_DECODE;
             end
         end
         STATE_DECODE: begin
             // fault checks on the fields, then dispatch by opcode
-            scan_u_next = uop_bgn;
-            u_next = uop_bgn;
-            o_next = 14'd0;
-            i_next = 14'd0;
-            o_dst_next = 16'd0;
-            o_src_next = 16'd0;
-            o_wgt_next = 16'd0;
-            i_dst_next = 16'd0;
-            i_src_next = 16'd0;
-            i_wgt_next = 16'd0;
-            nuops_next = 32'd0;
+            scan_u_reg <= uop_bgn;
+            u_reg <= uop_bgn;
+            o_reg <= 14'd0;
+            i_reg <= 14'd0;
+            o_dst_reg <= 16'd0;
+            o_src_reg <= 16'd0;
+            o_wgt_reg <= 16'd0;
+            i_dst_reg <= 16'd0;
+            i_src_reg <= 16'd0;
+            i_wgt_reg <= 16'd0;
+            nuops_reg <= 32'd0;
             if (opcode == `VTA_OPCODE_LOAD) begin
-                if (!(mt_uop || mt_acc || mt_acc8)) begin
-                    err = 1'b1;
-                    err_code = `VTA_ERR_BAD_MEMORY_TYPE;
-                    state_next = STATE_IDLE;
+                if (bad_mem_type) begin
+                    state_reg <= STATE_IDLE;
                 end else if (x_size == 16'd0) begin
-                    state_next = STATE_RETIRE;
+                    state_reg <= STATE_RETIRE;
                 end else if (pipe_empty) begin
-                    // (the ACC / UOP write ports are the pipeline's until it is empty)
-                    ld_start = 1'b1;
-                    state_next = STATE_LOAD;
+                    state_reg <= STATE_LOAD;
                 end
-            end else if (opcode == `VTA_OPCODE_GEMM || opcode == `VTA_OPCODE_ALU) begin
-                if (is_alu && alu_op > `VTA_ALU_MUL) begin
-                    err = 1'b1;
-                    err_code = `VTA_ERR_BAD_ALU_OPCODE;
-                    state_next = STATE_IDLE;
-                end else if (uop_end > (17'd1 << LOG_UOP_DEPTH)) begin
-                    err = 1'b1;
-                    err_code = `VTA_ERR_SRAM_RANGE;
-                    state_next = STATE_IDLE;
-                end else if (uop_end <= uop_bgn || iter_out == 14'd0 || iter_in == 14'd0) begin
-                    state_next = STATE_RETIRE;
-                end else if (c_valid_reg && c_bgn_reg == uop_bgn && c_end_reg == uop_end) begin
-                    state_next = STATE_CHECK;
+            end else if (is_gemm_alu) begin
+                if (bad_alu_op || bad_uop_end) begin
+                    state_reg <= STATE_IDLE;
+                end else if (empty_nest) begin
+                    state_reg <= STATE_RETIRE;
+                end else if (cached) begin
+                    state_reg <= STATE_CHECK;
                 end else begin
-                    max_dst_next = 16'd0;
-                    max_src_next = 16'd0;
-                    max_wgt_next = 16'd0;
-                    state_next = STATE_SCAN;
+                    max_dst_reg <= 16'd0;
+                    max_src_reg <= 16'd0;
+                    max_wgt_reg <= 16'd0;
+                    state_reg <= STATE_SCAN;
                 end
             end else begin
                 // FINISH: tokens only
-                state_next = STATE_RETIRE;
+                state_reg <= STATE_RETIRE;
             end
         end
         STATE_LOAD: begin
             // waits for the UOP / ACC load
             if (ld_err) begin
-                err = 1'b1;
-                err_code = ld_err_code;
-                state_next = STATE_IDLE;
+                state_reg <= STATE_IDLE;
             end else if (ld_done) begin
-                state_next = STATE_RETIRE;
+                state_reg <= STATE_RETIRE;
             end
         end
         STATE_SCAN: begin
             // reads the micro-ops once for their largest fields
-            if (scan_u_reg != uop_end) begin
-                uop_re = 1'b1;
-                uop_raddr = scan_u_reg[LOG_UOP_DEPTH-1:0];
-                scan_u_next = scan_u_reg + 17'd1;
+            if (scan_read) begin
+                scan_u_reg <= scan_u_reg + 17'd1;
             end
             if (scan_v2_reg) begin
-                if (u_dst > max_dst_reg) max_dst_next = u_dst;
-                if (u_src > max_src_reg) max_src_next = u_src;
-                if (u_wgt > max_wgt_reg) max_wgt_next = u_wgt;
+                if (u_dst > max_dst_reg) max_dst_reg <= u_dst;
+                if (u_src > max_src_reg) max_src_reg <= u_src;
+                if (u_wgt > max_wgt_reg) max_wgt_reg <= u_wgt;
             end
-            if (scan_u_reg == uop_end && !scan_v1_reg && !scan_v2_reg) begin
-                c_valid_next = 1'b1;
-                c_bgn_next = uop_bgn;
-                c_end_next = uop_end;
-                state_next = STATE_CHECK;
+            if (scan_done) begin
+                c_valid_reg <= 1'b1;
+                c_bgn_reg <= uop_bgn;
+                c_end_reg <= uop_end;
+                state_reg <= STATE_CHECK;
             end
         end
         STATE_CHECK: begin
             // largest index of the nest against each buffer
-            if (range_bad) begin
-                err = 1'b1;
-                err_code = `VTA_ERR_SRAM_RANGE;
-                state_next = STATE_IDLE;
-            end else begin
-                state_next = STATE_EXEC;
-            end
+            state_reg <= range_bad ? STATE_IDLE : STATE_EXEC;
         end
         STATE_EXEC: begin
             // issues one micro-op per cycle
-            issue = 1'b1;
-            uop_re = 1'b1;
-            uop_raddr = u_reg[LOG_UOP_DEPTH-1:0];
-            nuops_next = nuops_reg + 32'd1;
+            nuops_reg <= nuops_reg + 32'd1;
             if (!last_u) begin
-                u_next = u_reg + 17'd1;
+                u_reg <= u_reg + 17'd1;
             end else begin
-                u_next = uop_bgn;
+                u_reg <= uop_bgn;
                 if (!last_i) begin
-                    i_next = i_reg + 14'd1;
-                    i_dst_next = i_dst_reg + dst_f_in;
-                    i_src_next = i_src_reg + src_f_in;
-                    i_wgt_next = i_wgt_reg + wgt_f_in;
+                    i_reg <= i_reg + 14'd1;
+                    i_dst_reg <= i_dst_reg + dst_f_in;
+                    i_src_reg <= i_src_reg + src_f_in;
+                    i_wgt_reg <= i_wgt_reg + wgt_f_in;
                 end else begin
-                    i_next = 14'd0;
-                    i_dst_next = 16'd0;
-                    i_src_next = 16'd0;
-                    i_wgt_next = 16'd0;
-                    o_next = o_reg + 14'd1;
-                    o_dst_next = o_dst_reg + dst_f_out;
-                    o_src_next = o_src_reg + src_f_out;
-                    o_wgt_next = o_wgt_reg + wgt_f_out;
+                    i_reg <= 14'd0;
+                    i_dst_reg <= 16'd0;
+                    i_src_reg <= 16'd0;
+                    i_wgt_reg <= 16'd0;
+                    o_reg <= o_reg + 14'd1;
+                    o_dst_reg <= o_dst_reg + dst_f_out;
+                    o_src_reg <= o_src_reg + src_f_out;
+                    o_wgt_reg <= o_wgt_reg + wgt_f_out;
                     if (last_o) begin
-                        state_next = STATE_RETIRE;
+                        state_reg <= STATE_RETIRE;
                     end
                 end
             end
@@ -650,67 +638,25 @@ always @* begin
         STATE_RETIRE: begin
             // waits for the pipeline if the results must be visible, then pushes
             // g2l / g2s, retires, and takes the next instruction if there is one
-            if (retire_drains && !pipe_empty) begin
-                state_next = STATE_RETIRE;
-            end else if ((push_prev && g2l_full) || (push_next && g2s_full)) begin
-                err = 1'b1;
-                err_code = `VTA_ERR_TOKEN_OVERFLOW;
-                state_next = STATE_IDLE;
-            end else begin
-                g2l_push = push_prev;
-                g2s_push = push_next;
-                evt_retire = 1'b1;
-                finish = opcode == `VTA_OPCODE_FINISH;
-                if (opcode == `VTA_OPCODE_LOAD && x_size != 16'd0) begin
-                    if (mt_uop) uop_bytes = elems_reg << LOG_UOP_BYTES;
-                    if (mt_acc) acc_bytes = elems_reg << LOG_ACC_BYTES;
-                    if (mt_acc8) acc8_bytes = elems_reg << LOG_ACC8_BYTES;
-                end
-                if (opcode == `VTA_OPCODE_GEMM && !reset_reg) gemm_uops = nuops_reg;
-                if (opcode == `VTA_OPCODE_ALU) alu_uops = nuops_reg;
-                state_next = STATE_IDLE;
-                if (cmd_valid && cmd_ready) begin
-                    insn_next = cmd_data[`VTA_INSN_W-1:0];
-                    index_next = cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
-                    state_next = STATE_POP;
+            if (!retire_wait) begin
+                state_reg <= STATE_IDLE;
+                if (retire_now && take_cmd) begin
+                    insn_reg <= cmd_data[`VTA_INSN_W-1:0];
+                    index_reg <= cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
+                    state_reg <= STATE_POP;
                 end
             end
         end
         default: begin
-            state_next = STATE_IDLE;
+            state_reg <= STATE_IDLE;
         end
     endcase
-
     if (halt) begin
-        // the run stopped: no further micro-op issues (those issued complete)
-        state_next = STATE_IDLE;
-        issue = 1'b0;
+        state_reg <= STATE_IDLE;
     end
-end
 
-always @(posedge clk) begin
-    state_reg <= state_next;
-    insn_reg <= insn_next;
-    index_reg <= index_next;
-    scan_u_reg <= scan_u_next;
-    scan_v1_reg <= state_reg == STATE_SCAN && uop_re;
+    scan_v1_reg <= scan_read;
     scan_v2_reg <= scan_v1_reg;
-    max_dst_reg <= max_dst_next;
-    max_src_reg <= max_src_next;
-    max_wgt_reg <= max_wgt_next;
-    c_valid_reg <= c_valid_next;
-    c_bgn_reg <= c_bgn_next;
-    c_end_reg <= c_end_next;
-    u_reg <= u_next;
-    o_reg <= o_next;
-    i_reg <= i_next;
-    o_dst_reg <= o_dst_next;
-    o_src_reg <= o_src_next;
-    o_wgt_reg <= o_wgt_next;
-    i_dst_reg <= i_dst_next;
-    i_src_reg <= i_src_next;
-    i_wgt_reg <= i_wgt_next;
-    nuops_reg <= nuops_next;
     if (state_reg == STATE_DECODE) begin
         span_dst_o_reg <= io30 * {14'd0, dst_f_out};
         span_dst_i_reg <= ii30 * {14'd0, dst_f_in};

@@ -97,6 +97,7 @@ module vta_compute_pipe #(
 localparam integer LANES = 1 << (LOG_BATCH + LOG_BLOCK);
 localparam integer AL = 1 << LOG_ACC_WIDTH;           // ACC lane bits
 localparam integer ACC_W = LANES * AL;
+localparam integer OUT_W = LANES << LOG_INP_WIDTH;
 localparam A = LOG_ACC_DEPTH;
 // controls carried with a micro-op: {is_alu, reset, alu_op, use_imm, imm}
 localparam CTL_W = 22;
@@ -238,10 +239,21 @@ vta_gemm #(
 );
 
 // ------------------------------------------------------------ D (t+8)
-wire [ACC_W-1:0] a = (fa8_reg == 2'd1) ? w1_data_reg : (fa8_reg == 2'd2) ? w2_data_reg
-                   : acc_dst_rdata;
-wire [ACC_W-1:0] src = (fb8_reg == 2'd1) ? w1_data_reg : (fb8_reg == 2'd2) ? w2_data_reg
-                     : acc_src_rdata;
+// the operands: ACC as read, or a result the RAM does not hold yet (procedural, as the
+// result below: one evaluation per cycle in a simulator)
+reg [ACC_W-1:0] a, src;
+always @* begin
+    case (fa8_reg)
+        2'd1: a = w1_data_reg;
+        2'd2: a = w2_data_reg;
+        default: a = acc_dst_rdata;
+    endcase
+    case (fb8_reg)
+        2'd1: src = w1_data_reg;
+        2'd2: src = w2_data_reg;
+        default: src = acc_src_rdata;
+    endcase
+end
 // the ALU sees operands only while an ALU micro-op is at D (else constant)
 wire alu_now = v8_reg && c8_alu;
 wire [ACC_W-1:0] alu_a = alu_now ? a : {ACC_W{1'b0}};
@@ -256,8 +268,20 @@ vta_alu #(.LANES(LANES)) alu (
     .r(alu_r)
 );
 
-// (lane-wise expressions from vta_cfg.vh: one evaluation per change in a simulator)
-wire [ACC_W-1:0] result = c8_alu ? alu_r : c8_reset ? {ACC_W{1'b0}} : `VTA_ACC_LANES_ADD(a, sum);
+// the result and its OUT lanes (lane-wise expressions from vta_cfg.vh), computed by one
+// procedural block: Icarus re-sends a continuous concatenation once per changed lane
+reg [ACC_W-1:0] result;
+reg [OUT_W-1:0] out_lanes;
+always @* begin
+    if (c8_alu) begin
+        result = alu_r;
+    end else if (c8_reset) begin
+        result = {ACC_W{1'b0}};
+    end else begin
+        result = `VTA_ACC_LANES_ADD(a, sum);
+    end
+    out_lanes = `VTA_ACC_LANES_LOW(result);
+end
 
 always @(posedge clk) begin
     if (v8_reg) begin
@@ -272,7 +296,7 @@ assign acc_wdata = result;
 assign out_we = v8_reg && !c8_reset;
 assign out_waddr = dst8_reg;
 
-assign out_wdata = `VTA_ACC_LANES_LOW(result);
+assign out_wdata = out_lanes;
 
 assign empty = !(v1_reg || v2_reg || v3_reg || v4_reg || v5_reg || v6_reg || v7_reg
                  || v8_reg);

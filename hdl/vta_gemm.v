@@ -18,10 +18,12 @@
  *
  * so no stage adds more than about 3 adders deep.  The stages are written
  * out unrolled in vta_gemm.vh, generated for the configuration by
- * vta.hdlgen (render_gemm): constant bit selects and one register per
- * product, which a simulator evaluates once per clock edge.  A stage only
- * loads when its input is valid (clock enables); `sum` is meaningful
- * LATENCY cycles after in_valid and holds until the next valid result.
+ * vta.hdlgen (render_gemm): the operand lanes split once into register
+ * arrays, one register per product and partial sum (array elements with
+ * constant indices), and `sum` written by one assignment, which a simulator
+ * evaluates once per clock edge.  A stage only loads when its input is valid
+ * (clock enables); `sum` is meaningful LATENCY cycles after in_valid and
+ * holds until the next valid result.
  */
 module vta_gemm #(
     // GEMM core shape: BATCH x BLOCK x BLOCK
