@@ -373,8 +373,9 @@ def _read_until(fd: int, text: str, limit: float = 120.0) -> str:
     return seen
 
 
-@pytest.mark.parametrize("where", ["pipe", "terminal"])
-def test_ctrl_c_stops_the_simulator_at_once(tmp_path, where):
+@pytest.mark.parametrize("where, sim", [("pipe", "verilator"), ("terminal", "verilator"),
+                                        ("pipe", "icarus")])
+def test_ctrl_c_stops_the_simulator_at_once(tmp_path, where, sim):
     """SIGINT during a long RTL run: exit 130 within seconds, no simulator or folder left.
 
     The signal is sent once the run is known to be in the simulator: its first progress
@@ -400,17 +401,17 @@ def test_ctrl_c_stops_the_simulator_at_once(tmp_path, where):
         reader, writer = os.openpty()
         verbose = []
     proc = subprocess.Popen(  # 268 M GEMM cycles: minutes of simulation
-        [sys.executable, "-m", "vta.cli", *verbose, "run", str(prog), "-b", "verilator",
+        [sys.executable, "-m", "vta.cli", *verbose, "run", str(prog), "-b", sim,
          "--watchdog", "0"], env=env, stderr=writer, stdout=subprocess.DEVNULL)
     os.close(writer)
     try:
         if where == "pipe":
-            seen = _read_until(reader, "vta: verilator run in progress: ")
+            seen = _read_until(reader, f"vta: {sim} run in progress: ")
             assert "1 of 3 instructions retired, 3 dispatched" in seen  # the LOAD UOP
         else:
             seen = _read_until(reader, " of 3 instructions retired")
-            assert "verilator: " in seen and " cycles in " in seen
-        assert list(scratch.glob("vta-verilator-*"))  # the session folder exists meanwhile
+            assert f"{sim}: " in seen and " cycles in " in seen
+        assert list(scratch.glob(f"vta-{sim}-*"))  # the session folder exists meanwhile
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=30)
