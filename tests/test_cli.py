@@ -373,6 +373,25 @@ def _read_until(fd: int, text: str, limit: float = 120.0) -> str:
     return seen
 
 
+def test_long_run_in_a_pipe_reports_progress(tmp_path, monkeypatch):
+    """Not a terminal, no -v: a progress line on stderr now and then (every 15 s; here
+    every report), none on stdout."""
+    from vta import cli_common
+
+    monkeypatch.setattr(cli_common, "PIPE_PROGRESS_EVERY", 0.0)
+    source = tmp_path / "medium.s"
+    source.write_text(LONG.replace("iter_out=16383 iter_in=16383", "iter_out=3000 iter_in=1000"))
+    prog = tmp_path / "medium.vtaprog"
+    assert invoke("asm", source, "-o", prog).exit_code == 0
+    result = invoke("run", prog, "-b", "verilator")  # 3 M cycles: seconds
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if "run in progress" in line]
+    assert lines and all(line.startswith("vta: verilator run in progress: ") and
+                         " of 3 instructions retired" in line for line in lines), lines
+    assert "in progress" not in result.stdout
+    assert "3,000,000 (48,000,000 MACs)" in result.stdout  # the whole GEMM ran
+
+
 @pytest.mark.parametrize("where, sim", [("pipe", "verilator"), ("terminal", "verilator"),
                                         ("pipe", "icarus")])
 def test_ctrl_c_stops_the_simulator_at_once(tmp_path, where, sim):

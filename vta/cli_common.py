@@ -23,6 +23,7 @@ import contextlib
 import functools
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -239,12 +240,17 @@ def open_device_cli(backend: str, cfg: Config, options: dict[str, Any]):
         raise click.UsageError(f"bad device option for the {backend} backend: {exc}") from None
 
 
+#: Seconds between the progress lines of a long simulated run when stderr is not a terminal.
+PIPE_PROGRESS_EVERY = 15.0
+
+
 @contextlib.contextmanager
 def working(message: str, quiet: bool = False) -> Iterator[None]:
-    """A spinner saying ``message`` on stderr while the block runs, on a terminal only
-    (nothing in pipes, logs or ``--json`` mode: ``quiet``).  A simulated run in the block
-    shows its progress there: cycles, speed, instructions retired (:func:`vta.driver.rtl.
-    run_progress`); with ``-v`` the log says the same every few seconds, terminal or not.
+    """A spinner saying ``message`` on stderr while the block runs, on a terminal (nothing
+    in ``--json`` mode: ``quiet``).  A simulated run in the block shows its progress there:
+    cycles, speed, instructions retired (:func:`vta.driver.rtl.run_progress`).  In a pipe or
+    a CI log a line says the same every :data:`PIPE_PROGRESS_EVERY` seconds of a run; with
+    ``-v`` the library's log does, every few seconds, terminal or not.
     """
     from rich.console import Console
 
@@ -252,7 +258,19 @@ def working(message: str, quiet: bool = False) -> Iterator[None]:
 
     console = Console(stderr=True, quiet=quiet)
     if quiet or not console.is_terminal:
-        yield
+        if quiet or logging.getLogger("vta").isEnabledFor(logging.DEBUG):
+            yield  # --json; or -v, where the library logs the progress itself
+            return
+        last = [time.monotonic()]
+
+        def line(progress: rtl.RunProgress) -> None:  # pipes and CI logs: now and then
+            if time.monotonic() - last[0] >= PIPE_PROGRESS_EVERY:
+                last[0] = time.monotonic()
+                click.echo(f"vta: {progress.backend} run in progress: {progress.describe()}",
+                           err=True)
+
+        with rtl.run_progress(line):
+            yield
         return
     with console.status(message) as status:
         def show(progress: rtl.RunProgress) -> None:
