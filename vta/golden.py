@@ -336,7 +336,8 @@ class GoldenModel:
                         head = heads[e] = (index, insn, links)
                     index, insn, links = head
                     pops = links.pops
-                    if pops and not all(map(tokens.__getitem__, pops)):
+                    # an engine pops at most two queues: pops[0] and pops[-1] are all of them
+                    if pops and not (tokens[pops[0]] and tokens[pops[-1]]):
                         continue  # blocked on an empty queue
                     if deadline is not None and time.monotonic() >= deadline:
                         raise RunTimeoutError(
