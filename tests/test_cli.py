@@ -451,9 +451,18 @@ def test_ctrl_c_stops_the_simulator_at_once(tmp_path, where, sim):
     assert left == [], f"simulator processes left: {left}"
 
 
-def test_diff_of_golden_against_itself_is_refused(hand_program):
+def test_diff_of_golden_against_itself_is_refused(hand_program, monkeypatch):
+    """Golden against golden is refused; golden against an RTL reference opens the simulator
+    first, with its own default memory (each size is a build), and golden gets its size."""
+    from vta import device
+
     one_line_error(run_cli("diff", hand_program, "-b", "golden"), 2,
                    "the golden model against itself compares nothing; give -b verilator")
+    opened = []
+    real = device.open_device
+    monkeypatch.setattr(device, "open_device", lambda backend, cfg, **options: (
+        opened.append((backend, options.get("mem_size"))), real(backend, cfg, **options))[1])
     result = run_cli("diff", hand_program, "-b", "golden", "--reference", "verilator")
     assert result.exit_code == 0, result.output
     assert "golden agrees with verilator" in result.output
+    assert opened == [("verilator", None), ("golden", 64 << 20)]
