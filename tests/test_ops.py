@@ -146,6 +146,10 @@ def test_dense_argument_errors(device):
         ops.dense(device, x, np.zeros((5, 3), np.int8), clip=(0, 1 << 16))
     with pytest.raises(TypeError, match="x must be an int8 array, not float64"):
         ops.dense(device, x.astype(float), np.zeros((5, 3), np.int8))
+    rows = 0xFFFF * device.cfg.BATCH + 1  # one LOAD stride too many
+    with pytest.raises(ValueError, match=rf"x has {rows} rows: dense takes at most "
+                                         rf"{rows - 1} per call \(a 16-bit LOAD stride"):
+        ops.dense(device, np.zeros((rows, 3), np.int8), np.zeros((5, 3), np.int8))
     assert device.driver.live_buffers == []  # nothing leaked by failed calls
 
 
@@ -242,6 +246,13 @@ def test_conv2d_argument_errors(device):
     with pytest.raises(ValueError, match=r"a 9x9 kernel with padding \(0, 0\) does not fit a 8x8 "
                                          "input"):
         ops.conv2d(device, data, np.zeros((16, 16, 9, 9), np.int8))
+    with pytest.raises(ValueError, match="the input is 65536 entries wide: LOAD strides are "
+                                         "16-bit, so at most 65535"):
+        ops.plan_conv2d(device.cfg, (1, 1, 1, 65536), (1, 1, 1, 1))
+    assert ops.plan_conv2d(device.cfg, (1, 1, 1, 65535), (1, 1, 1, 1)).w == 65535  # the limit
+    with pytest.raises(ValueError, match=r"1 input-channel blocks x 256x256 kernel positions = "
+                                         "65536 weight entries per output block"):
+        ops.plan_conv2d(device.cfg, (1, 1, 256, 256), (1, 1, 256, 256))
 
 
 @pytest.mark.slow

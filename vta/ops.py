@@ -117,6 +117,10 @@ RESNET18_LAYERS: dict[str, tuple[int, int, int, int, int, int, int]] = {
 }
 
 
+#: The largest LOAD/STORE stride (a 16-bit instruction field), in entries.
+_MAX_STRIDE = 0xFFFF
+
+
 def _ceil_to(n: int, unit: int) -> int:
     return -(-n // unit) * unit
 
@@ -360,6 +364,15 @@ def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[i
     if oh < 1 or ow < 1:
         raise ValueError(f"a {kh}x{kw} kernel with padding {(ph, pw)} does not fit a {h}x{w} "
                          "input")
+    # LOAD and STORE strides are 16-bit fields: an input row, and a weight row of all its
+    # input-channel blocks and kernel positions, must each fit one stride
+    if w > _MAX_STRIDE:
+        raise ValueError(f"the input is {w} entries wide: LOAD strides are 16-bit, so at most "
+                         f"{_MAX_STRIDE}")
+    if cb * kh * kw > _MAX_STRIDE:
+        raise ValueError(f"{cb} input-channel blocks x {kh}x{kw} kernel positions = "
+                         f"{cb * kh * kw} weight entries per output block: LOAD strides are "
+                         f"16-bit, so at most {_MAX_STRIDE}")
     return _plan(cfg, nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, bool(bias))
 
 
@@ -463,7 +476,7 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
                     q.dep_pop(COMPUTE_STAGE, STORE_STAGE)
                     plane = p.oh * p.ow
                     out_elem = ((nb * p.ob + ob0) * p.oh + oh0) * p.ow + ow0
-                    if tw == p.ow and plane <= 0xFFFF:
+                    if tw == p.ow and plane <= _MAX_STRIDE:
                         q.store_2d(acc_base, MemId.OUT, out_buf, out_elem, th * tw, tob, plane)
                     else:
                         for o in range(tob):
@@ -667,6 +680,9 @@ def dense(dev, x: np.ndarray, w: np.ndarray, *, bias: np.ndarray | None = None, 
     cfg = dev.cfg
     b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     mp, kp, np_ = _ceil_to(m, b), _ceil_to(k, bi), _ceil_to(n, bo)
+    if mp // b > _MAX_STRIDE:  # the rows of x are the columns of a one-row image
+        raise ValueError(f"x has {m} rows: dense takes at most {_MAX_STRIDE * b} per call "
+                         f"(a 16-bit LOAD stride, {_MAX_STRIDE} x BATCH); split x into chunks")
     epi, bias = _epilogue(bias, n, shift, relu, clip)
     if bias is not None:
         bias = np.concatenate([bias, np.zeros(np_ - n, dtype=np.int32)])
