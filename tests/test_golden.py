@@ -635,7 +635,7 @@ def test_block_decoding_equals_decode_word(cfg):
     rig = Rig(cfg)
     addr = rig.place(words.astype("<u8"))
     fetched, codes, queues = rig.model.fetch(addr, len(words))
-    block = list(zip(*golden._decode_block(fetched, codes, rig.model._decoding), strict=True))
+    block = golden._decode_block(fetched, codes, rig.model._decoding)
     engines = []
     for (low, high), (insn, links) in zip(words.tolist(), block, strict=True):
         expected = decode_word(low | high << 64, cfg)

@@ -755,8 +755,8 @@ class _Stream:
             if len(self.blocks) >= _BLOCKS_KEPT:
                 self.blocks.clear()
             rows = slice(index // _BLOCK * _BLOCK, (index // _BLOCK + 1) * _BLOCK)
-            block = self.blocks[index // _BLOCK] = list(zip(*_decode_block(
-                self.words[rows], self.codes[rows], self.decoding), strict=True))
+            block = self.blocks[index // _BLOCK] = _decode_block(
+                self.words[rows], self.codes[rows], self.decoding)
         return block[index % _BLOCK]
 
 
@@ -805,9 +805,9 @@ def _decoding_tables(cfg: Config) -> _Decoding:
 
 
 def _decode_block(words: np.ndarray, codes: np.ndarray,
-                  decoding: _Decoding) -> tuple[list[Insn], list[_Links]]:
-    """Decode (n, 2) instruction words with links codes ``codes`` (from the fetch): the
-    instructions, and what their engine does with their flags."""
+                  decoding: _Decoding) -> list[tuple[Insn, _Links]]:
+    """Decode (n, 2) instruction words with links codes ``codes`` (from the fetch):
+    each instruction and what its engine does with its flags."""
     places = decoding.places[(words[:, 0] & 0x7).astype(np.intp)]  # by each one's opcode
     # (n, fields): every field of every instruction, from its half of the word
     values = (np.where(places[:, 0] != 0, words[:, 1:], words[:, :1]) >> places[:, 1]
@@ -819,7 +819,7 @@ def _decode_block(words: np.ndarray, codes: np.ndarray,
     for row in values.view(np.int64).tolist():
         cls, n_fields = classes[row[0]]  # field 0 is the opcode
         insns.append(cls(*row[:n_fields]))
-    return insns, list(map(_LINKS_BY_CODE.__getitem__, codes.tolist()))
+    return list(zip(insns, map(_LINKS_BY_CODE.__getitem__, codes.tolist()), strict=True))
 
 
 @dataclass(frozen=True)
