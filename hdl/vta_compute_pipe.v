@@ -116,13 +116,15 @@ wire [15:0] u_src = {{(16-`VTA_UOP_SRC_IDX_W){1'b0}}, uop[`VTA_UOP_SRC_IDX_LO +:
 wire [15:0] u_wgt = {{(16-`VTA_UOP_WGT_IDX_W){1'b0}}, uop[`VTA_UOP_WGT_IDX_LO +: `VTA_UOP_WGT_IDX_W]};
 
 // ------------------------------------------------------------ stages t+1 .. t+8
-reg        v1_reg, v2_reg, v3_reg, v4_reg, v5_reg, v6_reg, v7_reg, v8_reg;
-reg [CTL_W-1:0] c1_reg, c2_reg, c3_reg, c4_reg, c5_reg, c6_reg, c7_reg, c8_reg;
-reg [15:0] off_dst1_reg, off_src1_reg, off_wgt1_reg;
-reg [15:0] off_dst2_reg, off_src2_reg, off_wgt2_reg;
-reg [15:0] dst3_reg, src3_reg, wgt3_reg;
-reg [A-1:0] dst4_reg, dst5_reg, dst6_reg, dst7_reg, dst8_reg;
-reg [A-1:0] src4_reg, src5_reg, src6_reg, src7_reg;
+// Each kind of stage register is one shift register (stage k in slice k of v_reg, in
+// slice k-1 of c_reg, ...): one assignment per kind and cycle, as a simulator such
+// as Icarus pays for every variable a clocked block reads.
+reg [8:1]         v_reg;             // v_reg[k]: a micro-op is at stage t+k
+reg [8*CTL_W-1:0] c_reg;             // its controls
+reg [47:0]        off1_reg, off2_reg; // loop offsets {dst, src, wgt} at t+1, t+2
+reg [47:0]        idx3_reg;          // indices {dst, src, wgt} at t+3
+reg [5*A-1:0]     dst_reg;           // dst index at t+4 .. t+8
+reg [4*A-1:0]     src_reg;           // src index at t+4 .. t+7
 // forwarding selects for D: 0 the RAM, 1 w1, 2 w2
 reg [1:0]  fa8_reg, fb8_reg;
 // results written one and two cycles ago
@@ -130,95 +132,61 @@ reg        w1_valid_reg;
 reg [A-1:0] w1_addr_reg;
 reg [ACC_W-1:0] w1_data_reg, w2_data_reg;
 
-wire       c3_alu = c3_reg[CTL_W-1];
-wire       c5_alu = c5_reg[CTL_W-1];
-wire       c5_reset = c5_reg[CTL_W-2];
-wire       c6_reset = c6_reg[CTL_W-2];
-wire       c8_alu = c8_reg[CTL_W-1];
-wire       c8_reset = c8_reg[CTL_W-2];
-wire [2:0] c8_op = c8_reg[CTL_W-3 -: 3];
-wire       c8_imm_on = c8_reg[16];
-wire [15:0] c8_imm = c8_reg[15:0];
+wire [CTL_W-1:0] c3 = c_reg[2*CTL_W +: CTL_W];
+wire [CTL_W-1:0] c5 = c_reg[4*CTL_W +: CTL_W];
+wire [CTL_W-1:0] c6 = c_reg[5*CTL_W +: CTL_W];
+wire [CTL_W-1:0] c8 = c_reg[7*CTL_W +: CTL_W];
+wire       c3_alu = c3[CTL_W-1];
+wire       c5_alu = c5[CTL_W-1];
+wire       c5_reset = c5[CTL_W-2];
+wire       c6_reset = c6[CTL_W-2];
+wire       c8_alu = c8[CTL_W-1];
+wire       c8_reset = c8[CTL_W-2];
+wire [2:0] c8_op = c8[CTL_W-3 -: 3];
+wire       c8_imm_on = c8[16];
+wire [15:0] c8_imm = c8[15:0];
+wire [15:0] src3 = idx3_reg[16 +: 16];
+wire [15:0] wgt3 = idx3_reg[0 +: 16];
+wire [A-1:0] dst6 = dst_reg[2*A +: A];
+wire [A-1:0] dst7 = dst_reg[3*A +: A];
+wire [A-1:0] dst8 = dst_reg[4*A +: A];
+wire [A-1:0] src6 = src_reg[2*A +: A];
+wire [A-1:0] src7 = src_reg[3*A +: A];
 
-assign inp_re = v3_reg && !c3_alu;
-assign inp_raddr = src3_reg[LOG_INP_DEPTH-1:0];
-assign wgt_re = v3_reg && !c3_alu;
-assign wgt_raddr = wgt3_reg[LOG_WGT_DEPTH-1:0];
-assign acc_re = v6_reg && !c6_reset;
-assign acc_dst_raddr = dst6_reg;
-assign acc_src_raddr = src6_reg;
+assign inp_re = v_reg[3] && !c3_alu;
+assign inp_raddr = src3[LOG_INP_DEPTH-1:0];
+assign wgt_re = v_reg[3] && !c3_alu;
+assign wgt_raddr = wgt3[LOG_WGT_DEPTH-1:0];
+assign acc_re = v_reg[6] && !c6_reset;
+assign acc_dst_raddr = dst6;
+assign acc_src_raddr = src6;
 
-// which in-flight result an index read at t+6 missed, newest first
-function [1:0] fwd_sel;
-    input [A-1:0] idx;
-    input         d_valid;
-    input [A-1:0] d_addr;
-    input         w1_valid;
-    input [A-1:0] w1_addr;
-    begin
-        if (d_valid && d_addr == idx) begin
-            fwd_sel = 2'd1;
-        end else if (w1_valid && w1_addr == idx) begin
-            fwd_sel = 2'd2;
-        end else begin
-            fwd_sel = 2'd0;
-        end
-    end
-endfunction
+// t+7: which in-flight result an index read at t+6 missed, newest first: the micro-op
+// at D now (in w1 next cycle), or the one in w1 (in w2 next cycle)
+wire [1:0] fa7 = (v_reg[8] && dst8 == dst7) ? 2'd1
+               : (w1_valid_reg && w1_addr_reg == dst7) ? 2'd2 : 2'd0;
+wire [1:0] fb7 = (v_reg[8] && dst8 == src7) ? 2'd1
+               : (w1_valid_reg && w1_addr_reg == src7) ? 2'd2 : 2'd0;
 
 always @(posedge clk) begin
-    v1_reg <= issue;
-    v2_reg <= v1_reg;
-    v3_reg <= v2_reg;
-    v4_reg <= v3_reg;
-    v5_reg <= v4_reg;
-    v6_reg <= v5_reg;
-    v7_reg <= v6_reg;
-    v8_reg <= v7_reg;
-    c1_reg <= {is_alu, reset, alu_op, use_imm, imm};
-    c2_reg <= c1_reg;
-    c3_reg <= c2_reg;
-    c4_reg <= c3_reg;
-    c5_reg <= c4_reg;
-    c6_reg <= c5_reg;
-    c7_reg <= c6_reg;
-    c8_reg <= c7_reg;
+    v_reg <= {v_reg[7:1], issue};
+    c_reg <= {c_reg[7*CTL_W-1:0], is_alu, reset, alu_op, use_imm, imm};
     // t+1: loop offsets
-    off_dst1_reg <= o_dst + i_dst;
-    off_src1_reg <= o_src + i_src;
-    off_wgt1_reg <= o_wgt + i_wgt;
-    off_dst2_reg <= off_dst1_reg;
-    off_src2_reg <= off_src1_reg;
-    off_wgt2_reg <= off_wgt1_reg;
+    off1_reg <= {o_dst + i_dst, o_src + i_src, o_wgt + i_wgt};
+    off2_reg <= off1_reg;
     // t+2: indices
-    dst3_reg <= u_dst + off_dst2_reg;
-    src3_reg <= u_src + off_src2_reg;
-    wgt3_reg <= u_wgt + off_wgt2_reg;
-    dst4_reg <= dst3_reg[A-1:0];
-    src4_reg <= src3_reg[A-1:0];
-    dst5_reg <= dst4_reg;
-    src5_reg <= src4_reg;
-    dst6_reg <= dst5_reg;
-    src6_reg <= src5_reg;
-    dst7_reg <= dst6_reg;
-    src7_reg <= src6_reg;
-    dst8_reg <= dst7_reg;
-    // t+7: forwarding selects (the uop at D now will be in w1, w1 in w2)
-    fa8_reg <= fwd_sel(dst7_reg, v8_reg, dst8_reg, w1_valid_reg, w1_addr_reg);
-    fb8_reg <= fwd_sel(src7_reg, v8_reg, dst8_reg, w1_valid_reg, w1_addr_reg);
+    idx3_reg <= {u_dst + off2_reg[32 +: 16], u_src + off2_reg[16 +: 16],
+                 u_wgt + off2_reg[0 +: 16]};
+    dst_reg <= {dst_reg[4*A-1:0], idx3_reg[32 +: A]};
+    src_reg <= {src_reg[3*A-1:0], src3[A-1:0]};
+    fa8_reg <= fa7;
+    fb8_reg <= fb7;
     // t+8: the result, kept for forwarding
-    w1_valid_reg <= v8_reg;
-    w1_addr_reg <= dst8_reg;
+    w1_valid_reg <= v_reg[8];
+    w1_addr_reg <= dst8;
     w2_data_reg <= w1_data_reg;
     if (rst) begin
-        v1_reg <= 1'b0;
-        v2_reg <= 1'b0;
-        v3_reg <= 1'b0;
-        v4_reg <= 1'b0;
-        v5_reg <= 1'b0;
-        v6_reg <= 1'b0;
-        v7_reg <= 1'b0;
-        v8_reg <= 1'b0;
+        v_reg <= 8'd0;
         w1_valid_reg <= 1'b0;
     end
 end
@@ -232,7 +200,7 @@ vta_gemm #(
     .LATENCY(3)
 ) gemm (
     .clk(clk),
-    .in_valid(v5_reg && !c5_alu && !c5_reset),
+    .in_valid(v_reg[5] && !c5_alu && !c5_reset),
     .inp(inp_rdata),
     .wgt(wgt_rdata),
     .sum(sum)
@@ -255,7 +223,7 @@ always @* begin
     endcase
 end
 // the ALU sees operands only while an ALU micro-op is at D (else constant)
-wire alu_now = v8_reg && c8_alu;
+wire alu_now = v_reg[8] && c8_alu;
 wire [ACC_W-1:0] alu_a = alu_now ? a : {ACC_W{1'b0}};
 wire [ACC_W-1:0] alu_b = !alu_now ? {ACC_W{1'b0}}
                        : c8_imm_on ? {LANES{{(AL-16){c8_imm[15]}}, c8_imm}} : src;
@@ -284,28 +252,27 @@ always @* begin
 end
 
 always @(posedge clk) begin
-    if (v8_reg) begin
+    if (v_reg[8]) begin
         w1_data_reg <= result;
     end
 end
 
 // ------------------------------------------------------------ writes (t+8)
-assign acc_we = v8_reg;
-assign acc_waddr = dst8_reg;
+assign acc_we = v_reg[8];
+assign acc_waddr = dst8;
 assign acc_wdata = result;
-assign out_we = v8_reg && !c8_reset;
-assign out_waddr = dst8_reg;
+assign out_we = v_reg[8] && !c8_reset;
+assign out_waddr = dst8;
 
 assign out_wdata = out_lanes;
 
-assign empty = !(v1_reg || v2_reg || v3_reg || v4_reg || v5_reg || v6_reg || v7_reg
-                 || v8_reg);
+assign empty = v_reg == 8'd0;
 
 // micro-op bits beyond its fields (small configurations) and indices beyond the buffer
 // depths (range-checked before issue) are dropped; the
 // controls' ALU fields are not needed before D
-wire _unused_ok = &{1'b0, uop, dst3_reg, src3_reg, wgt3_reg, c3_reg[CTL_W-2:0],
-                    c5_reg[CTL_W-3:0], c6_reg[CTL_W-1], c6_reg[CTL_W-3:0], 1'b0};
+wire _unused_ok = &{1'b0, uop, idx3_reg, src3, wgt3, c3[CTL_W-2:0], c5[CTL_W-3:0],
+                    c6[CTL_W-1], c6[CTL_W-3:0], 1'b0};
 
 endmodule
 

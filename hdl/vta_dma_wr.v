@@ -83,21 +83,21 @@ initial begin
     end
 end
 
-reg                   active_reg, active_next;
-reg [ADDR_WIDTH-1:0]  addr_reg, addr_next;
-reg [BEATS_WIDTH-1:0] rem_reg, rem_next;
-reg                   aw_valid_reg, aw_valid_next;
-reg [ADDR_WIDTH-1:0]  aw_addr_reg, aw_addr_next;
-reg [7:0]             aw_len_reg, aw_len_next;
+reg                   active_reg;
+reg [ADDR_WIDTH-1:0]  addr_reg;
+reg [BEATS_WIDTH-1:0] rem_reg;
+reg                   aw_valid_reg;
+reg [ADDR_WIDTH-1:0]  aw_addr_reg;
+reg [7:0]             aw_len_reg;
 // beats of the announced burst not yet loaded into the W register
-reg [8:0]             w_rem_reg, w_rem_next;
+reg [8:0]             w_rem_reg;
 // the W register
-reg                   w_valid_reg, w_valid_next;
+reg                   w_valid_reg;
 reg [(1<<LOG_BUS_WIDTH)-1:0] w_data_reg;
 reg [SW-1:0]          w_strb_reg;
 reg                   w_last_reg;
 // bursts waiting for their response, and their addresses (oldest at b_rp_reg)
-reg [LOG_OUTSTANDING:0]   b_owed_reg, b_owed_next;
+reg [LOG_OUTSTANDING:0]   b_owed_reg;
 reg [ADDR_WIDTH-1:0]      b_addr [0:(1<<LOG_OUTSTANDING)-1];
 reg [LOG_OUTSTANDING-1:0] b_wp_reg, b_rp_reg;
 
@@ -134,90 +134,57 @@ assign bus_err_addr = b_addr[b_rp_reg];
 wire _unused_ok = &{1'b0, m_axi_bid, m_axi_bresp[0], 1'b0};
 
 wire [12:0] to_page = PAGE_BEATS[12:0] - {1'b0, addr_reg[11:0] >> LOG_BUS_BYTES};
-reg  [12:0] burst;
-always @* begin
-    burst = to_page;
-    if (burst > 13'd256) begin
-        burst = 13'd256;
-    end
-    if (rem_reg < {{(BEATS_WIDTH-13){1'b0}}, burst}) begin
-        burst = rem_reg[12:0];
-    end
-end
+wire [12:0] cap = (to_page > 13'd256) ? 13'd256 : to_page;
+wire [12:0] burst = (rem_reg < {{(BEATS_WIDTH-13){1'b0}}, cap}) ? rem_reg[12:0] : cap;
 
 wire b_room = b_owed_reg < (1 << LOG_OUTSTANDING);
 wire aw_load = active_reg && !halt && !w_owed && b_room && (!aw_valid_reg || m_axi_awready);
 
-always @* begin
-    active_next = active_reg;
-    addr_next = addr_reg;
-    rem_next = rem_reg;
-    aw_valid_next = aw_valid_reg;
-    aw_addr_next = aw_addr_reg;
-    aw_len_next = aw_len_reg;
-    w_rem_next = w_rem_reg;
-    w_valid_next = w_valid_reg;
-
+// (one clocked block, later assignments winning: a simulator such as Icarus pays for
+// every variable a block reads, and a combinational next-state block runs on every
+// input change)
+always @(posedge clk) begin
     if (m_axi_awready) begin
-        aw_valid_next = 1'b0;
+        aw_valid_reg <= 1'b0;
     end
     if (req_valid && req_ready && req_beats != {BEATS_WIDTH{1'b0}}) begin
-        active_next = 1'b1;
-        addr_next = req_addr;
-        rem_next = req_beats;
+        active_reg <= 1'b1;
+        addr_reg <= req_addr;
+        rem_reg <= req_beats;
     end
     if (m_axi_wready) begin
-        w_valid_next = 1'b0;
-    end
-    if (w_load) begin
-        w_valid_next = 1'b1;
-        w_rem_next = w_rem_reg - 9'd1;
-    end
-    if (aw_load) begin
-        aw_valid_next = 1'b1;
-        aw_addr_next = addr_reg;
-        aw_len_next = burst[7:0] - 8'd1;
-        w_rem_next = burst[8:0];
-        addr_next = addr_reg + ({{(ADDR_WIDTH-13){1'b0}}, burst} << LOG_BUS_BYTES);
-        rem_next = rem_reg - {{(BEATS_WIDTH-13){1'b0}}, burst};
-        if (rem_reg == {{(BEATS_WIDTH-13){1'b0}}, burst}) begin
-            active_next = 1'b0;
-        end
-    end
-    b_owed_next = b_owed_reg + {{LOG_OUTSTANDING{1'b0}}, aw_load}
-                  - {{LOG_OUTSTANDING{1'b0}}, b_take};
-    if (halt) begin
-        active_next = 1'b0;
-    end
-end
-
-always @(posedge clk) begin
-    if (aw_load) begin
-        b_addr[b_wp_reg] <= addr_reg;
+        w_valid_reg <= 1'b0;
     end
     // the W payload: held until WREADY (w_load only when the register is free or taken)
     if (w_load) begin
+        w_valid_reg <= 1'b1;
+        w_rem_reg <= w_rem_reg - 9'd1;
         w_data_reg <= wr_data;
         w_strb_reg <= halt ? {SW{1'b0}} : wr_strb;
         w_last_reg <= w_rem_reg == 9'd1;
     end
-end
-
-always @(posedge clk) begin
-    active_reg <= active_next;
-    addr_reg <= addr_next;
-    rem_reg <= rem_next;
-    aw_valid_reg <= aw_valid_next;
-    aw_addr_reg <= aw_addr_next;
-    aw_len_reg <= aw_len_next;
-    w_rem_reg <= w_rem_next;
-    w_valid_reg <= w_valid_next;
-    b_owed_reg <= b_owed_next;
     if (aw_load) begin
+        aw_valid_reg <= 1'b1;
+        aw_addr_reg <= addr_reg;
+        aw_len_reg <= burst[7:0] - 8'd1;
+        w_rem_reg <= burst[8:0];
+        addr_reg <= addr_reg + ({{(ADDR_WIDTH-13){1'b0}}, burst} << LOG_BUS_BYTES);
+        rem_reg <= rem_reg - {{(BEATS_WIDTH-13){1'b0}}, burst};
+        if (rem_reg == {{(BEATS_WIDTH-13){1'b0}}, burst}) begin
+            active_reg <= 1'b0;
+        end
+        b_addr[b_wp_reg] <= addr_reg;
         b_wp_reg <= b_wp_reg + 1'b1;
+    end
+    if (aw_load != b_take) begin
+        b_owed_reg <= b_owed_reg + {{LOG_OUTSTANDING{1'b0}}, aw_load}
+                      - {{LOG_OUTSTANDING{1'b0}}, b_take};
     end
     if (b_take) begin
         b_rp_reg <= b_rp_reg + 1'b1;
+    end
+    if (halt) begin
+        active_reg <= 1'b0;
     end
     if (rst) begin
         active_reg <= 1'b0;

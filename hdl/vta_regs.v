@@ -262,16 +262,23 @@ always @* begin
     end
 end
 
-integer k;
-always @(posedge clk) begin
-    for (k = 0; k < NUM_COUNTERS; k = k + 1) begin
-        if (clear_cnt || rst) begin
-            cnt_reg[k] <= 64'd0;
-        end else if (busy_reg) begin
-            cnt_reg[k] <= cnt_reg[k] + {32'd0, cnt_inc[k*32 +: 32]};
+// one clocked block per counter, its lane a wire (a simulator such as Icarus runs every
+// clocked block each cycle and pays for each variable it reads there: a loop over the
+// counters would read the loop index and the whole cnt_inc vector once per counter)
+wire cnt_clear = clear_cnt || rst;
+genvar gk;
+generate
+    for (gk = 0; gk < NUM_COUNTERS; gk = gk + 1) begin : counter
+        wire [31:0] inc = cnt_inc[gk*32 +: 32];
+        always @(posedge clk) begin
+            if (cnt_clear) begin
+                cnt_reg[gk] <= 64'd0;
+            end else if (busy_reg) begin
+                cnt_reg[gk] <= cnt_reg[gk] + {32'd0, inc};
+            end
         end
     end
-end
+endgenerate
 
 always @(posedge clk) begin
     busy_reg <= busy_next;

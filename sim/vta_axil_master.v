@@ -61,7 +61,8 @@ reg        busy;      // an AXI transaction is in flight
 reg        stuck;     // ... and its command was already terminated
 reg [31:0] waited;
 
-always @(posedge clk) begin
+// (all of it skipped while idle: the simulator runs this block every cycle)
+always @(posedge clk) if (busy || cmd_req != cmd_ack || rst) begin
     if (!busy && cmd_req != cmd_ack) begin
         // start the posted command
         busy <= 1'b1;

@@ -272,6 +272,7 @@ assign busy = ar_used != 0 || r_active || s_axi_rvalid || !aw_empty || w_active 
 
 integer i, j, k, bd_fd, bd_n, pick, npick;
 reg r_next, w_next, older;
+reg [1:0] resp;
 reg [DATA_WIDTH-1:0] word;
 reg [ADDR_WIDTH-1:0] widx;
 
@@ -300,13 +301,19 @@ endtask
 
 always @(posedge clk) begin
     cycle <= cycle + 1;
-    rnd <= xorshift(rnd);
+    // (the random numbers only decide stalls and reordering)
+    if (stall != 0 || reorder != 0)
+        rnd <= xorshift(rnd);
 
-    // VALID and payload stay until READY
+    // VALID and payload stay until READY (checked only while waiting: the
+    // simulator runs this block every cycle)
     if (!rst) begin
-        stable(ar_wait, s_axi_arvalid, ar_now === ar_held, "AR");
-        stable(aw_wait, s_axi_awvalid, aw_now === aw_held, "AW");
-        stable(w_wait, s_axi_wvalid, w_now === w_held, "W");
+        if (ar_wait)
+            stable(ar_wait, s_axi_arvalid, ar_now === ar_held, "AR");
+        if (aw_wait)
+            stable(aw_wait, s_axi_awvalid, aw_now === aw_held, "AW");
+        if (w_wait)
+            stable(w_wait, s_axi_wvalid, w_now === w_held, "W");
     end
     ar_wait <= s_axi_arvalid && !s_axi_arready;
     aw_wait <= s_axi_awvalid && !s_axi_awready;
@@ -351,8 +358,9 @@ always @(posedge clk) begin
             s_axi_rvalid <= 1'b1;
             s_axi_rid <= r_id;
             s_axi_rlast <= r_left == 0;
-            s_axi_rresp <= beat_resp(r_addr);
-            if (beat_resp(r_addr) == 2'b00)
+            resp = beat_resp(r_addr);
+            s_axi_rresp <= resp;
+            if (resp == 2'b00)
                 s_axi_rdata <= clean(mem[widx[LOG_MEM_BYTES-WORD_SHIFT-1:0]]);
             else
                 s_axi_rdata <= {DATA_WIDTH{1'b0}};
@@ -371,9 +379,11 @@ always @(posedge clk) begin
         npick = 0;
         for (i = 0; i < FIFO_DEPTH; i = i + 1) begin
             older = 1'b0;
-            for (j = 0; j < FIFO_DEPTH; j = j + 1)
-                if (ar_v[j] && j != i && ar_id[j] == ar_id[i] && ar_seq[j] < ar_seq[i])
-                    older = 1'b1;
+            // (an older request of the same ARID is looked for only for a candidate)
+            if (ar_v[i] && cycle >= ar_time[i] + rlat)
+                for (j = 0; j < FIFO_DEPTH; j = j + 1)
+                    if (ar_v[j] && j != i && ar_id[j] == ar_id[i] && ar_seq[j] < ar_seq[i])
+                        older = 1'b1;
             if (ar_v[i] && !older && cycle >= ar_time[i] + rlat) begin
                 if (reorder != 0) begin
                     npick = npick + 1;

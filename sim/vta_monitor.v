@@ -52,8 +52,9 @@ module vta_monitor (
 );
 
 // ------------------------------------------------------------ watchdog
-wire activity = evt_fetch_valid | evt_load_start | evt_load_retire | evt_compute_start
-              | evt_compute_retire | evt_store_start | evt_store_retire | beat;
+wire events = evt_fetch_valid | evt_load_start | evt_load_retire | evt_compute_start
+            | evt_compute_retire | evt_store_start | evt_store_retire;
+wire activity = events | beat;
 always @(posedge clk) begin
     if (rst || wd_clear || activity || irq)
         idle_cycles <= 0;
@@ -89,6 +90,10 @@ always @(posedge clk) begin
         store_retired <= 32'hFFFF_FFFF;
     end else begin
         cycle <= cycle + 1;
+    end
+    // (the events looked at only in a cycle that has one: the simulator runs this block
+    // every cycle)
+    if (!rst && events) begin
         if (evt_fetch_valid) last_fetch <= evt_fetch_index;
         if (evt_load_start) load_started <= evt_load_index;
         if (evt_load_retire) load_retired <= evt_load_index;
@@ -96,25 +101,25 @@ always @(posedge clk) begin
         if (evt_compute_retire) compute_retired <= evt_compute_index;
         if (evt_store_start) store_started <= evt_store_index;
         if (evt_store_retire) store_retired <= evt_store_index;
+        if (trace_fd != 0 && trace_en) begin
+            if (evt_fetch_valid)
+                $fwrite(trace_fd, "%0d fetch %0d dispatch\n", cycle, evt_fetch_index);
+            if (evt_load_start)
+                $fwrite(trace_fd, "%0d load %0d start\n", cycle, evt_load_index);
+            if (evt_load_retire)
+                $fwrite(trace_fd, "%0d load %0d retire\n", cycle, evt_load_index);
+            if (evt_compute_start)
+                $fwrite(trace_fd, "%0d compute %0d start\n", cycle, evt_compute_index);
+            if (evt_compute_retire)
+                $fwrite(trace_fd, "%0d compute %0d retire\n", cycle, evt_compute_index);
+            if (evt_store_start)
+                $fwrite(trace_fd, "%0d store %0d start\n", cycle, evt_store_index);
+            if (evt_store_retire)
+                $fwrite(trace_fd, "%0d store %0d retire\n", cycle, evt_store_index);
+        end
     end
     irq_q <= irq;
     wd_q <= wd_fire;
-    if (trace_fd != 0 && trace_en && !rst) begin
-        if (evt_fetch_valid)
-            $fwrite(trace_fd, "%0d fetch %0d dispatch\n", cycle, evt_fetch_index);
-        if (evt_load_start)
-            $fwrite(trace_fd, "%0d load %0d start\n", cycle, evt_load_index);
-        if (evt_load_retire)
-            $fwrite(trace_fd, "%0d load %0d retire\n", cycle, evt_load_index);
-        if (evt_compute_start)
-            $fwrite(trace_fd, "%0d compute %0d start\n", cycle, evt_compute_index);
-        if (evt_compute_retire)
-            $fwrite(trace_fd, "%0d compute %0d retire\n", cycle, evt_compute_index);
-        if (evt_store_start)
-            $fwrite(trace_fd, "%0d store %0d start\n", cycle, evt_store_index);
-        if (evt_store_retire)
-            $fwrite(trace_fd, "%0d store %0d retire\n", cycle, evt_store_index);
-    end
     if (trace_fd != 0 && ((irq && !irq_q) || (wd_fire && !wd_q)))
         $fflush(trace_fd);
 end
