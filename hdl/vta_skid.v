@@ -23,33 +23,43 @@ module vta_skid #(
     output wire [WIDTH-1:0] m_data
 );
 
-reg             m_valid_reg;
-reg [WIDTH-1:0] m_data_reg;
-reg             skid_valid_reg;
-reg [WIDTH-1:0] skid_data_reg;
+reg             m_valid_reg, m_valid_next;
+reg [WIDTH-1:0] m_data_reg, m_data_next;
+reg             skid_valid_reg, skid_valid_next;
+reg [WIDTH-1:0] skid_data_reg, skid_data_next;
 
 assign s_ready = !skid_valid_reg;
 assign m_valid = m_valid_reg;
 assign m_data = m_data_reg;
 
-// (one clocked block: a simulator such as Icarus runs a combinational next-state
-// block on every input change and pays for every variable it reads)
-always @(posedge clk) begin
+always @* begin
+    m_valid_next = m_valid_reg;
+    m_data_next = m_data_reg;
+    skid_valid_next = skid_valid_reg;
+    skid_data_next = skid_data_reg;
+
     if (!m_valid_reg || m_ready) begin
         // output register free: fill it from the skid entry, else from the input
         if (skid_valid_reg) begin
-            m_valid_reg <= 1'b1;
-            m_data_reg <= skid_data_reg;
-            skid_valid_reg <= 1'b0;
+            m_valid_next = 1'b1;
+            m_data_next = skid_data_reg;
+            skid_valid_next = 1'b0;
         end else begin
-            m_valid_reg <= s_valid;
-            m_data_reg <= s_data;
+            m_valid_next = s_valid;
+            m_data_next = s_data;
         end
     end else if (s_valid && s_ready) begin
         // output held: park the input in the skid entry
-        skid_valid_reg <= 1'b1;
-        skid_data_reg <= s_data;
+        skid_valid_next = 1'b1;
+        skid_data_next = s_data;
     end
+end
+
+always @(posedge clk) begin
+    m_valid_reg <= m_valid_next;
+    m_data_reg <= m_data_next;
+    skid_valid_reg <= skid_valid_next;
+    skid_data_reg <= skid_data_next;
     if (rst) begin
         m_valid_reg <= 1'b0;
         skid_valid_reg <= 1'b0;
