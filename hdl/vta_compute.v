@@ -51,7 +51,7 @@ module vta_compute #(
     // AXI address width
     parameter ADDR_WIDTH = 32,
     // bits of a DMA beat count
-    parameter BEATS_WIDTH = 40,
+    parameter BEATS_WIDTH = 48,
     // device-memory bytes (DRAM range check)
     parameter [63:0] MEM_SIZE = 64'h10000000
 ) (
@@ -446,7 +446,7 @@ assign uop_wdata = ld_wr_pad ? {UOP_W{1'b0}} : uop_elem;
 // by construction (range-checked); gathered here for lint
 wire _unused_ok = &{1'b0, f_bgn[31:17], f_end[31:17], f_dst_o[31:16], f_dst_i[31:16],
                     f_gsrc_o[31:16], f_gsrc_i[31:16], f_asrc_o[31:16], f_asrc_i[31:16],
-                    f_wgt_o[31:16], f_wgt_i[31:16], uop_rdata, ld_wr_idx, ld_busy, 1'b0};
+                    f_wgt_o[31:16], f_wgt_i[31:16], uop_rdata, ld_wr_idx, ld_done, 1'b0};
 
 // ------------------------------------------------------------ instruction FSM
 // The state and loop registers are updated in one clocked block; the outputs of the
@@ -583,7 +583,9 @@ always @(posedge clk) begin
             // waits for the UOP / ACC load
             if (ld_err) begin
                 state_reg <= STATE_IDLE;
-            end else if (ld_done) begin
+            end else if (!ld_busy) begin
+                // (the sequencer is back in idle: done; a cycle after its last
+                // write, so the read data's handshake does not reach this state)
                 state_reg <= STATE_RETIRE;
             end
         end

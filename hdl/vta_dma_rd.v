@@ -33,7 +33,7 @@ module vta_dma_rd #(
     // log2 of the data-bus width in bits (6..9).
     parameter LOG_BUS_WIDTH = 6,
     // Bits of a request's beat count.
-    parameter BEATS_WIDTH = 40,
+    parameter BEATS_WIDTH = 48,
     // log2 of the bursts each client may have in flight.
     parameter LOG_OUTSTANDING = 3
 ) (
@@ -41,7 +41,7 @@ module vta_dma_rd #(
     input  wire                        rst,
     input  wire                        halt,
     output wire                        idle,
-    // a read beat with SLVERR/DECERR (one-cycle pulse; not while halted)
+    // a read beat with SLVERR/DECERR, while it is shown (not while halted)
     output wire                        bus_err,
     output wire [ID_WIDTH-1:0]         bus_err_client,
     output wire [ADDR_WIDTH-1:0]       bus_err_addr,
@@ -115,9 +115,12 @@ reg [7:0]            ar_len_reg;
 reg [ID_WIDTH-1:0]   rr_reg;
 // beats owed by the slave (counted from the cycle after an AR is loaded)
 reg [CNT_W-1:0]      owed_reg;
+// a beat taken last cycle, subtracted from owed_reg now (`idle` waits for it)
+reg                  owed_dec_reg;
 
 assign req_ready = ~sp_active & {N{~halt}};
-assign idle = (sp_active == {N{1'b0}}) && !ar_valid_reg && owed_reg == {CNT_W{1'b0}};
+assign idle = (sp_active == {N{1'b0}}) && !ar_valid_reg && owed_reg == {CNT_W{1'b0}}
+              && !owed_dec_reg;
 
 assign m_axi_arid = ar_id_reg;
 assign m_axi_araddr = ar_addr_reg;
@@ -160,14 +163,15 @@ end
 wire ar_load = pick_valid && (!ar_valid_reg || m_axi_arready) && !halt;
 
 // read data after the slice (below); the last beat of a burst frees its in-flight entry
+// (taken by its client, or dropped while halted)
 wire               r_valid;
 wire               r_ready;
 wire [ID_WIDTH-1:0] r_id;
 wire [DW-1:0]      r_data;
 wire               r_err;
 wire               r_last;
-wire r_known = r_id < N;
-wire r_take = r_valid && r_ready && r_known;
+wire [N-1:0]       r_hot;              // the client RID names (none: unknown id)
+wire r_known = |r_hot;
 wire [N*ADDR_WIDTH-1:0] inflight_head;   // per client: address of its oldest burst in flight
 
 genvar g;
@@ -181,14 +185,15 @@ generate
         wire [12:0] to_page = PAGE_BEATS[12:0] - {1'b0, addr_reg[11:0] >> LOG_BUS_BYTES};
         wire [12:0] cap = (to_page > 13'd256) ? 13'd256 : to_page;
         wire        fits = rem_reg <= {{(BEATS_WIDTH-13){1'b0}}, cap};
-        wire        take = req_valid[g] && req_ready[g]
-                           && req_beats[g*BEATS_WIDTH +: BEATS_WIDTH] != {BEATS_WIDTH{1'b0}};
+        // (a request of 0 beats is taken and leaves the client inactive)
+        wire        take = req_valid[g] && req_ready[g];
         wire        issued = ar_load && pick == g;
         // addresses of the bursts in flight (RID order is issue order within a client)
         reg [ADDR_WIDTH-1:0]      fly_mem [0:(1<<LOG_OUTSTANDING)-1];
         reg [LOG_OUTSTANDING-1:0] fly_wp_reg, fly_rp_reg;
         reg [LOG_OUTSTANDING:0]   fly_count_reg;
-        wire        landed = r_take && r_last && r_id == g;
+        // (written out for this client: its own ready, not the routed one)
+        wire        landed = r_valid && r_last && r_hot[g] && (halt || rd_ready[g]);
         always @(posedge clk) begin
             if (issued) begin
                 fly_mem[fly_wp_reg] <= addr_reg;
@@ -208,7 +213,7 @@ generate
         assign inflight_head[g*ADDR_WIDTH +: ADDR_WIDTH] = fly_mem[fly_rp_reg];
         always @(posedge clk) begin
             if (take) begin
-                active_reg <= 1'b1;
+                active_reg <= req_beats[g*BEATS_WIDTH +: BEATS_WIDTH] != {BEATS_WIDTH{1'b0}};
                 ready_reg <= 1'b0;
                 addr_reg <= req_addr[g*ADDR_WIDTH +: ADDR_WIDTH];
                 rem_reg <= req_beats[g*BEATS_WIDTH +: BEATS_WIDTH];
@@ -239,40 +244,49 @@ generate
 endgenerate
 
 // ---------------------------------------------------------------- read data
+// RID is decoded into one bit per client before the slice, so the routing
+// after it (valid to the client, its ready back) is one gate deep
+wire [N-1:0] rid_hot;
+generate
+    for (g = 0; g < N; g = g + 1) begin : rid_decode
+        assign rid_hot[g] = m_axi_rid == g;
+    end
+endgenerate
+
 vta_skid #(
-    .WIDTH(ID_WIDTH + DW + 2)
+    .WIDTH(N + ID_WIDTH + DW + 2)
 ) r_slice (
     .clk(clk),
     .rst(rst),
     .s_valid(m_axi_rvalid),
     .s_ready(m_axi_rready),
-    .s_data({m_axi_rid, m_axi_rdata, m_axi_rresp[1], m_axi_rlast}),
+    .s_data({rid_hot, m_axi_rid, m_axi_rdata, m_axi_rresp[1], m_axi_rlast}),
     .m_valid(r_valid),
     .m_ready(r_ready),
-    .m_data({r_id, r_data, r_err, r_last})
+    .m_data({r_hot, r_id, r_data, r_err, r_last})
 );
 
 // a beat for an unknown id, or any beat while halted, is dropped
 wire [ID_WIDTH-1:0] r_sel = r_known ? r_id : {ID_WIDTH{1'b0}};
-assign r_ready = halt || !r_known || rd_ready[r_sel[CW-1:0]];
+assign r_ready = halt || !r_known || |(r_hot & rd_ready);
 // RRESP[0] tells SLVERR from DECERR; both are errors
 wire _unused_ok = &{1'b0, m_axi_rresp[0], r_sel, 1'b0};
 assign rd_data = r_data;
 
-assign bus_err = r_take && r_err && !halt;
+// (reported when the beat is shown, so the report does not wait on the client's ready)
+assign bus_err = r_valid && r_known && r_err && !halt;
 assign bus_err_client = r_id;
 assign bus_err_addr = inflight_head[r_sel[CW-1:0]*ADDR_WIDTH +: ADDR_WIDTH];
 
 generate
     for (g = 0; g < N; g = g + 1) begin : route
-        assign rd_valid[g] = r_valid && !halt && r_id == g;
+        assign rd_valid[g] = r_valid && !halt && r_hot[g];
     end
 endgenerate
 
-wire owed_dec = r_valid && r_ready;
-
 // counted after the slice, so `idle` also means the slice is empty
 always @(posedge clk) begin
+    owed_dec_reg <= r_valid && r_ready;
     if (m_axi_arready) begin
         ar_valid_reg <= 1'b0;
     end
@@ -286,12 +300,13 @@ always @(posedge clk) begin
     end
     owed_reg <= owed_reg + (ar_new_reg ? {{(CNT_W-9){1'b0}}, {1'b0, ar_len_reg} + 9'd1}
                                        : {CNT_W{1'b0}})
-                - {{(CNT_W-1){1'b0}}, owed_dec};
+                - {{(CNT_W-1){1'b0}}, owed_dec_reg};
     if (rst) begin
         ar_valid_reg <= 1'b0;
         ar_new_reg <= 1'b0;
         rr_reg <= {ID_WIDTH{1'b0}};
         owed_reg <= {CNT_W{1'b0}};
+        owed_dec_reg <= 1'b0;
     end
 end
 

@@ -26,7 +26,7 @@ module vta_dma_rd_port #(
     // AXI address width.
     parameter ADDR_WIDTH = 32,
     // Bits of a beat count.
-    parameter BEATS_WIDTH = 40,
+    parameter BEATS_WIDTH = 48,
     // log2 of the number of requests in flight (narrow elements).
     parameter LOG_INFLIGHT = 4
 ) (
@@ -121,7 +121,8 @@ end else begin : narrow
     // ------------------------------------------------ element < bus beat
     localparam LOG_K = LOG_BUS_BYTES - LOG_ELEM_BYTES;
     localparam integer K = 1 << LOG_K;
-    localparam MW = LOG_K + 32;
+    // per request: {lane of its first element, element count, count == 1}
+    localparam MW = LOG_K + 33;
     localparam integer MD = 1 << LOG_INFLIGHT;
 
     reg [MW-1:0] meta [0:MD-1];
@@ -143,11 +144,13 @@ end else begin : narrow
     reg             first_reg, first_next;
     reg [LOG_K-1:0] lane_reg, lane_next;
     reg [31:0]      rem_reg, rem_next;
+    reg             last_reg, last_next;       // rem_reg == 1 (kept beside it)
 
     wire [MW-1:0]    head = meta[rp_reg];
-    wire [LOG_K-1:0] cur_lane = first_reg ? head[MW-1:32] : lane_reg;
-    wire [31:0]      cur_rem = first_reg ? head[31:0] : rem_reg;
-    wire             last = cur_rem == 32'd1;
+    wire [LOG_K-1:0] cur_lane = first_reg ? head[MW-1:33] : lane_reg;
+    wire [31:0]      cur_rem = first_reg ? head[32:1] : rem_reg;
+    // the element is its request's last: from flip-flops and the FIFO, no compare
+    wire             last = first_reg ? head[0] : last_reg;
 
     assign elem_valid = beat_valid && meta_nonempty;
     assign elem_data = beat_data[cur_lane*EW +: EW];
@@ -160,17 +163,19 @@ end else begin : narrow
         first_next = first_reg;
         lane_next = lane_reg;
         rem_next = rem_reg;
+        last_next = last_reg;
         mcount_next = mcount_reg + {{LOG_INFLIGHT{1'b0}}, push} - {{LOG_INFLIGHT{1'b0}}, pop};
         if (step) begin
             first_next = last;
             lane_next = cur_lane + 1'b1;
             rem_next = cur_rem - 1'b1;
+            last_next = cur_rem == 32'd2;
         end
     end
 
     always @(posedge clk) begin
         if (push) begin
-            meta[wp_reg] <= {lane0, req_n};
+            meta[wp_reg] <= {lane0, req_n, req_n == 32'd1};
         end
     end
 
@@ -178,6 +183,7 @@ end else begin : narrow
         first_reg <= first_next;
         lane_reg <= lane_next;
         rem_reg <= rem_next;
+        last_reg <= last_next;
         mcount_reg <= mcount_next;
         if (push) begin
             wp_reg <= wp_reg + 1'b1;

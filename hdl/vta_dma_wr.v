@@ -29,7 +29,7 @@ module vta_dma_wr #(
     // log2 of the data-bus width in bits (6..9).
     parameter LOG_BUS_WIDTH = 6,
     // Bits of a request's beat count.
-    parameter BEATS_WIDTH = 40,
+    parameter BEATS_WIDTH = 48,
     // log2 of the bursts that may wait for their write response.
     parameter LOG_OUTSTANDING = 3
 ) (

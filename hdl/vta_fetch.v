@@ -25,7 +25,7 @@ module vta_fetch #(
     // AXI address width
     parameter ADDR_WIDTH = 32,
     // bits of a DMA beat count
-    parameter BEATS_WIDTH = 40,
+    parameter BEATS_WIDTH = 48,
     // log2 of the command-queue depth
     parameter LOG_QUEUE_DEPTH = 9,
     // instructions per read request
@@ -100,17 +100,30 @@ wire [31:0] remaining = insn_count - requested_reg;
 wire [31:0] req_n = (remaining < CHUNK) ? remaining : CHUNK;
 wire [31:0] outstanding = requested_reg - dispatched_reg;
 
-wire [QW-1:0] free_ld = (ld_count >= DEPTH[QW-1:0]) ? {QW{1'b0}} : DEPTH[QW-1:0] - ld_count;
-wire [QW-1:0] free_cmp = (cmp_count >= DEPTH[QW-1:0]) ? {QW{1'b0}} : DEPTH[QW-1:0] - cmp_count;
-wire [QW-1:0] free_st = (st_count >= DEPTH[QW-1:0]) ? {QW{1'b0}} : DEPTH[QW-1:0] - st_count;
 // INSN_ADDR is 16-byte aligned; addresses beyond ADDR_WIDTH fail the range check
-wire _unused_ok = &{1'b0, insn_addr[3:0], req_byte[63:ADDR_WIDTH], 1'b0};
-wire [QW-1:0] free_min_a = (free_ld < free_cmp) ? free_ld : free_cmp;
-wire [QW-1:0] free_min = (free_st < free_min_a) ? free_st : free_min_a;
-wire room = {{(32-QW){1'b0}}, free_min} >= outstanding + req_n;
+// (widened first, so the range is not empty when ADDR_WIDTH is 64)
+wire [127:0] req_byte_wide = {64'd0, req_byte};
+wire _unused_ok = &{1'b0, insn_addr[3:0], req_byte_wide[127:ADDR_WIDTH], 1'b0};
+
+// Room: every queue must have room for the instructions requested and not
+// yet dispatched plus the new request: count_q + outstanding + req_n <= DEPTH
+// for the fullest queue q.  The decision comes from registers, two stages:
+// fill_reg = max count + outstanding, then go_reg.  count_q + outstanding
+// never grows but by a request (a dispatch moves one instruction from
+// `outstanding` into a queue, engines take them out), so values one or two
+// cycles old are safe as long as no request went out in those cycles.
+wire [QW-1:0] max_lc = (ld_count > cmp_count) ? ld_count : cmp_count;
+wire [QW-1:0] max_count = (st_count > max_lc) ? st_count : max_lc;
+reg  [32:0]  fill_reg;                   // max count + outstanding
+reg          go_reg;                     // something remains, and room
+reg  [31:0]  req_n_reg;
+reg          took_reg, took2_reg;        // a request went out one / two cycles ago
+// (req_n_reg: this cycle's req_n unless a request went out last cycle, which blocks anyway;
+// req_n is 0 exactly when nothing remains)
+wire room = {1'b0, fill_reg} + {2'b0, req_n_reg} <= {{(34-QW-1){1'b0}}, DEPTH[QW:0]};
 
 // ------------------------------------------------------------ element stream
-wire         req_valid = state_reg == STATE_RUN && remaining != 32'd0 && room;
+wire         req_valid = state_reg == STATE_RUN && go_reg && !took_reg && !took2_reg;
 wire         req_ready;
 wire         insn_valid;
 wire         insn_ready;
@@ -127,8 +140,8 @@ vta_dma_rd_port #(
     .halt(halt),
     .req_valid(req_valid),
     .req_ready(req_ready),
-    .req_addr(req_byte[ADDR_WIDTH-1:0]),
-    .req_n(req_n),
+    .req_addr(req_byte_wide[ADDR_WIDTH-1:0]),
+    .req_n(req_n_reg),
     .dma_req_valid(dma_req_valid),
     .dma_req_ready(dma_req_ready),
     .dma_req_addr(dma_req_addr),
@@ -202,7 +215,7 @@ always @* begin
         STATE_RUN: begin
             // requests chunks, dispatches instructions
             if (req_valid && req_ready) begin
-                requested_next = requested_reg + req_n;
+                requested_next = requested_reg + req_n_reg;
             end
             if (insn_valid && bad_op) begin
                 err = 1'b1;
@@ -227,6 +240,11 @@ always @* begin
 end
 
 always @(posedge clk) begin
+    fill_reg <= {{(33-QW){1'b0}}, max_count} + {1'b0, outstanding};
+    go_reg <= req_n_reg != 32'd0 && room;
+    req_n_reg <= req_n;
+    took_reg <= req_valid && req_ready;
+    took2_reg <= took_reg;
     state_reg <= state_next;
     requested_reg <= requested_next;
     dispatched_reg <= dispatched_next;
@@ -236,6 +254,8 @@ always @(posedge clk) begin
         requested_reg <= 32'd0;
         dispatched_reg <= 32'd0;
         done_reg <= 1'b0;
+        took_reg <= 1'b0;
+        took2_reg <= 1'b0;
     end
 end
 

@@ -29,7 +29,7 @@ module vta_load #(
     // AXI address width
     parameter ADDR_WIDTH = 32,
     // bits of a DMA beat count
-    parameter BEATS_WIDTH = 40,
+    parameter BEATS_WIDTH = 48,
     // device-memory bytes (DRAM range check)
     parameter [63:0] MEM_SIZE = 64'h10000000
 ) (
@@ -114,7 +114,8 @@ wire [`VTA_MEM_X_PAD_0_W-1:0]  x_pad_0   = insn_reg[`VTA_MEM_X_PAD_0_LO +: `VTA_
 wire [`VTA_MEM_X_PAD_1_W-1:0]  x_pad_1   = insn_reg[`VTA_MEM_X_PAD_1_LO +: `VTA_MEM_X_PAD_1_W];
 wire        is_wgt    = mem_type == `VTA_MEM_WGT;
 
-wire [31:0] elems = {16'd0, x_size} * {16'd0, y_size};
+// elements moved, for the byte counters (a registered product, taken in STATE_EXEC)
+reg  [31:0] elems_reg;
 
 // ------------------------------------------------------------ the sequencer
 reg         ld_start;
@@ -226,7 +227,7 @@ vta_dma_rd_port #(
 
 assign ld_req_ready = is_wgt ? wgt_req_ready : inp_req_ready;
 // indices beyond the buffer depth fail the range check first
-wire _unused_ok = &{1'b0, ld_wr_idx, ld_busy, 1'b0};
+wire _unused_ok = &{1'b0, ld_wr_idx, ld_done, 1'b0};
 assign ld_data_valid = is_wgt ? wgt_elem_valid : inp_elem_valid;
 
 assign inp_we = ld_wr_en && !is_wgt;
@@ -293,7 +294,9 @@ always @* begin
                 err = 1'b1;
                 err_code = ld_err_code;
                 state_next = STATE_IDLE;
-            end else if (ld_done) begin
+            end else if (!ld_busy) begin
+                // (the sequencer is back in idle: done; a cycle after its last
+                // write, so the read data's handshake does not reach this state)
                 state_next = STATE_RETIRE;
             end
         end
@@ -308,9 +311,9 @@ always @* begin
                 evt_retire = 1'b1;
                 if (x_size != 16'd0) begin
                     if (is_wgt) begin
-                        wgt_bytes = elems << LOG_WGT_BYTES;
+                        wgt_bytes = elems_reg << LOG_WGT_BYTES;
                     end else begin
-                        inp_bytes = elems << LOG_INP_BYTES;
+                        inp_bytes = elems_reg << LOG_INP_BYTES;
                     end
                 end
                 state_next = STATE_IDLE;
@@ -323,6 +326,12 @@ always @* begin
 
     if (halt) begin
         state_next = STATE_IDLE;
+    end
+end
+
+always @(posedge clk) begin
+    if (state_reg == STATE_EXEC) begin
+        elems_reg <= {16'd0, x_size} * {16'd0, y_size};
     end
 end
 

@@ -10,15 +10,18 @@
  *
  * Run control: CTRL.START (ignored while BUSY) clears DONE/ERROR, the error
  * registers and every counter and raises BUSY at once; the run itself
- * starts (`start` pulse) as soon as the DMA is quiet (`start_ok`), so a run
- * stopped on a fault can finish its bus transactions first.  While the run
+ * starts (`start` pulse) as soon as the DMA is quiet (`start_ok`, taken
+ * through a register so that `halt` and `start` come straight from flip-flops),
+ * so a run stopped on a fault can finish its bus transactions first.  While the run
  * goes, the first fault reported on err_* wins: ERROR with module, code and
- * ERR_INDEX; else `run_done` gives DONE.  `halt` (ERROR, or a START not yet
- * started) stops the engines; irq is DONE | ERROR.  CTRL.CLEAR clears DONE,
+ * ERR_INDEX; else `run_done` gives DONE.  `halt` (a fault on err_valid or
+ * ERROR, or a START not yet started) stops the engines; irq is DONE | ERROR.  CTRL.CLEAR clears DONE,
  * ERROR and ERR_*; the engines stay stopped (`halt`) until the DMA is quiet,
  * so no beat still owed to a stopped run can reach the next one.
  *
- * Counters (64 bits each) add their cnt_inc lane every cycle of a run.
+ * Counters (64 bits each) add their cnt_inc lane every cycle of a run; the
+ * lanes are registered first, so a counter shows a cycle's events one cycle
+ * later (the totals are the same).
  * Unmapped and write-only registers read as 0; writes to read-only
  * registers are ignored; every response is OKAY.  A read answers two cycles
  * after its address (registered address, then the register mux).
@@ -97,6 +100,13 @@ reg [63:0] eaddr_reg, eaddr_next;
 reg [63:0] insn_addr_reg, insn_addr_next;
 reg [31:0] insn_count_reg, insn_count_next;
 reg        clear_cnt;
+// the DMA was quiet last cycle; the counter increments of last cycle, and whether they count
+reg        quiet_reg;
+reg [NUM_COUNTERS*32-1:0] cnt_inc_reg;
+reg        cnt_on_reg;
+// error_reg || (!quiet_reg && (pending_reg || !busy_reg)), and run, as flip-flops
+reg        halt_base_reg;
+reg        running_reg;
 
 reg [63:0] cnt_reg [0:NUM_COUNTERS-1];
 
@@ -122,11 +132,15 @@ assign s_axil_rvalid = rvalid_reg;
 
 assign insn_addr = insn_addr_reg;
 assign insn_count = insn_count_reg;
-assign start = busy_reg && pending_reg && start_ok;
+assign start = busy_reg && pending_reg && quiet_reg;
 assign run = busy_reg && !pending_reg;
 // engines stay stopped after a fault, and until the run really starts: while
 // the DMA still drains a stopped run, START waits (pending) and so does CLEAR
-assign halt = error_reg || (!start_ok && (pending_reg || !busy_reg));
+// (the DMA, halted, stays quiet once it is: quiet_reg one cycle late is safe)
+// (a fault arriving on err_valid, itself from a register, halts at once; the
+// rest of `halt` and a copy of `run` are computed into flip-flops, so halt is
+// one gate deep)
+assign halt = halt_base_reg || (running_reg && err_valid);
 assign irq = done_reg || error_reg;
 
 wire [31:0] status = {16'd0, ecode_reg, emod_reg, 1'b0, error_reg, done_reg, busy_reg};
@@ -269,16 +283,30 @@ wire cnt_clear = clear_cnt || rst;
 genvar gk;
 generate
     for (gk = 0; gk < NUM_COUNTERS; gk = gk + 1) begin : counter
-        wire [31:0] inc = cnt_inc[gk*32 +: 32];
+        wire [31:0] inc = cnt_inc_reg[gk*32 +: 32];
         always @(posedge clk) begin
             if (cnt_clear) begin
                 cnt_reg[gk] <= 64'd0;
-            end else if (busy_reg) begin
+            end else if (cnt_on_reg) begin
                 cnt_reg[gk] <= cnt_reg[gk] + {32'd0, inc};
             end
         end
     end
 endgenerate
+
+always @(posedge clk) begin
+    halt_base_reg <= error_next || (!start_ok && (pending_next || !busy_next));
+    running_reg <= busy_next && !pending_next;
+    quiet_reg <= start_ok;
+    cnt_inc_reg <= cnt_inc;
+    cnt_on_reg <= busy_reg && !clear_cnt;
+    if (rst) begin
+        halt_base_reg <= 1'b1;
+        running_reg <= 1'b0;
+        quiet_reg <= 1'b0;
+        cnt_on_reg <= 1'b0;
+    end
+end
 
 always @(posedge clk) begin
     busy_reg <= busy_next;

@@ -11,7 +11,7 @@
  * back, and pushes an s2g token when push_prev_dep is set.
  *
  * Faults, checked before any token is taken (flags) or any byte is written
- * (the rest), in the golden model's order: *_next flags -> BAD_DEP_FLAG;
+ * (the rest; two cycles, the range checks registered), in the golden model's order: *_next flags -> BAD_DEP_FLAG;
  * x_size == 0 is a no-op; memory_type != OUT -> BAD_MEMORY_TYPE; a non-zero
  * pad -> STORE_PAD; OUT range -> SRAM_RANGE; DRAM range -> DRAM_RANGE.
  *
@@ -34,7 +34,7 @@ module vta_store #(
     // AXI address width
     parameter ADDR_WIDTH = 32,
     // bits of a DMA beat count
-    parameter BEATS_WIDTH = 40,
+    parameter BEATS_WIDTH = 48,
     // device-memory bytes (DRAM range check)
     parameter [63:0] MEM_SIZE = 64'h10000000
 ) (
@@ -126,15 +126,23 @@ wire        pads      = |{insn_reg[`VTA_MEM_Y_PAD_0_LO +: `VTA_MEM_Y_PAD_0_W],
                           insn_reg[`VTA_MEM_X_PAD_0_LO +: `VTA_MEM_X_PAD_0_W],
                           insn_reg[`VTA_MEM_X_PAD_1_LO +: `VTA_MEM_X_PAD_1_W]};
 
-wire [31:0] total = {16'd0, x_size} * {16'd0, y_size};
-wire [32:0] sram_end = {17'd0, sram_base} + {1'b0, total};
+// Derived from the fields (stable from STATE_POP on) into registers: the
+// products in STATE_POP (DSP outputs registered), the range checks in the
+// first cycle of STATE_CHECK; the second cycle gives the verdict.
+reg  [31:0] total_reg;                   // x_size * y_size
+reg  [31:0] rows_span_reg;               // (y_size - 1) * x_stride
+reg         merged_reg;                  // one request for the whole block
+reg         checked_reg;                 // STATE_CHECK: the range flags are valid
+reg         sram_bad_reg, dram_bad_reg;
+reg  [31:0] seg_n_reg;                   // elements per request
+reg  [31:0] seg_last_reg;                // seg_n_reg - 1
+wire [31:0] total = total_reg;
+wire [32:0] sram_end = {17'd0, sram_base} + {1'b0, total_reg};
 wire [15:0] y_minus_1 = y_size - 16'd1;
-wire [31:0] rows_span = {16'd0, y_minus_1} * {16'd0, x_stride};
 wire [33:0] dram_end_elem = (y_size == 16'd0) ? {2'b0, dram_base}
-                           : {2'b0, dram_base} + {2'b0, rows_span} + {18'd0, x_size};
+                           : {2'b0, dram_base} + {2'b0, rows_span_reg} + {18'd0, x_size};
 wire [63:0] dram_end = {30'd0, dram_end_elem} << LOG_EB;
-wire        merged = (y_size == 16'd1) || (x_stride == x_size);
-wire [31:0] seg_n = merged ? total : {16'd0, x_size};
+wire [31:0] seg_n = seg_n_reg;
 
 // ------------------------------------------------------------ requests
 reg        rq_active_reg, rq_active_next;
@@ -175,7 +183,7 @@ assign out_raddr = rd_addr_reg[LOG_DEPTH-1:0];
 
 always @* begin
     rd_tag[LW+1] = rd_segx_reg == 32'd0;
-    rd_tag[LW] = rd_segx_reg == seg_n - 32'd1;
+    rd_tag[LW] = rd_segx_reg == seg_last_reg;
     rd_tag[LW-1:0] = NARROW ? rd_elem_reg[LW-1:0] : {LW{1'b0}};
 end
 
@@ -286,16 +294,18 @@ always @* begin
             end
         end
         STATE_CHECK: begin
-            // no-op, or the fault checks
+            // no-op, or the fault checks (first cycle: the range flags)
             rq_active_next = 1'b1;
-            rq_rows_next = merged ? 16'd1 : y_size;
+            rq_rows_next = merged_reg ? 16'd1 : y_size;
             rq_elem_next = {2'b0, dram_base};
             rd_cnt_next = 32'd0;
             rd_segx_next = 32'd0;
             rd_elem_next = {2'b0, dram_base};
             rd_addr_next = sram_base;
             sent_next = 32'd0;
-            if (x_size == 16'd0) begin
+            if (!checked_reg) begin
+                state_next = STATE_CHECK;
+            end else if (x_size == 16'd0) begin
                 state_next = STATE_RETIRE;
             end else if (mem_type != `VTA_MEM_OUT) begin
                 err = 1'b1;
@@ -305,11 +315,11 @@ always @* begin
                 err = 1'b1;
                 err_code = `VTA_ERR_STORE_PAD;
                 state_next = STATE_IDLE;
-            end else if (sram_end > (33'd1 << LOG_DEPTH)) begin
+            end else if (sram_bad_reg) begin
                 err = 1'b1;
                 err_code = `VTA_ERR_SRAM_RANGE;
                 state_next = STATE_IDLE;
-            end else if (dram_end > MEM_SIZE) begin
+            end else if (dram_bad_reg) begin
                 err = 1'b1;
                 err_code = `VTA_ERR_DRAM_RANGE;
                 state_next = STATE_IDLE;
@@ -331,7 +341,7 @@ always @* begin
             if (rd_issue) begin
                 rd_cnt_next = rd_cnt_reg + 32'd1;
                 rd_addr_next = rd_addr_reg + 16'd1;
-                if (rd_segx_reg == seg_n - 32'd1) begin
+                if (rd_segx_reg == seg_last_reg) begin
                     rd_segx_next = 32'd0;
                     rd_elem_next = rd_elem_reg + {18'd0, x_stride};
                 end else begin
@@ -383,6 +393,24 @@ always @(posedge clk) begin
             b_data0_reg <= out_rdata;
             b_tag0_reg <= p_tag_reg;
         end
+    end
+end
+
+always @(posedge clk) begin
+    checked_reg <= state_reg == STATE_CHECK && !halt;
+    if (state_reg == STATE_POP) begin
+        total_reg <= {16'd0, x_size} * {16'd0, y_size};
+        rows_span_reg <= {16'd0, y_minus_1} * {16'd0, x_stride};
+        merged_reg <= (y_size == 16'd1) || (x_stride == x_size);
+    end
+    if (state_reg == STATE_CHECK) begin
+        sram_bad_reg <= sram_end > (33'd1 << LOG_DEPTH);
+        dram_bad_reg <= dram_end > MEM_SIZE;
+        seg_n_reg <= merged_reg ? total_reg : {16'd0, x_size};
+        seg_last_reg <= (merged_reg ? total_reg : {16'd0, x_size}) - 32'd1;
+    end
+    if (rst) begin
+        checked_reg <= 1'b0;
     end
 end
 

@@ -199,11 +199,11 @@ wire        run;
 wire        halt;
 wire        start_ok;
 wire        run_done;
-reg         err_valid;
-reg  [3:0]  err_module;
-reg  [7:0]  err_code;
-reg  [31:0] err_index;
-reg  [63:0] err_addr;
+wire        err_valid;
+wire [3:0]  err_module;
+wire [7:0]  err_code;
+wire [31:0] err_index;
+wire [63:0] err_addr;
 wire [31:0] tokens;
 wire [31:0] fetch_index;
 reg  [NCNT*32-1:0] cnt_inc;
@@ -500,12 +500,25 @@ assign evt_store_index = s_index;
 // ---------------------------------------------------------------- run end, faults, deadlock
 reg       finish_seen_reg;
 reg [2:0] dead_cnt_reg;
+// run end and deadlock are decided from last cycle's state (registered): once
+// drained, nothing can start again in a run; a deadlock lasts anyway
+reg       drained_reg;
+reg       dead_reg;
 
 wire l_free = l_idle && ldq_count == {QW{1'b0}};
 wire c_free = c_idle && cmpq_count == {QW{1'b0}};
 wire s_free = s_idle && stq_count == {QW{1'b0}};
 wire drained = f_done && l_free && c_free && s_free;
-assign run_done = drained && finish_seen_reg;
+assign run_done = drained_reg && finish_seen_reg;
+
+// the fault of this cycle (first by priority), registered into err_*_reg; a
+// fetch bus error's index comes from the registered address (fetch_bus_reg)
+reg         err_valid_d, err_valid_reg;
+reg  [3:0]  err_module_d, err_module_reg;
+reg  [7:0]  err_code_d, err_code_reg;
+reg  [31:0] err_index_d, err_index_reg;
+reg  [63:0] err_addr_d, err_addr_reg;
+reg         fetch_bus_d, fetch_bus_reg;
 
 // bus errors: read client -> engine (fetch 0, load 1-2, compute 3-5, as wired above)
 // (zero-extended to 64 bits through a wider concatenation: ADDR_WIDTH may be 64)
@@ -514,71 +527,93 @@ wire [63+ADDR_WIDTH:0] wr_err_wide = {64'd0, wr_bus_err_addr};
 wire [63:0] rd_err_addr64 = rd_err_wide[63:0];
 wire [63:0] wr_err_addr64 = wr_err_wide[63:0];
 wire [63:0] stream_base = {insn_addr[63:4], 4'd0};
-wire [63:0] fetch_err_off = (rd_err_addr64 > stream_base) ? rd_err_addr64 - stream_base : 64'd0;
+wire [63:0] fetch_err_off = (err_addr_reg > stream_base) ? err_addr_reg - stream_base : 64'd0;
 wire _unused_err = &{1'b0, rd_err_wide[63+ADDR_WIDTH:64], wr_err_wide[63+ADDR_WIDTH:64],
                      fetch_err_off[63:36], fetch_err_off[3:0], 1'b0};
+
+assign err_valid = err_valid_reg;
+assign err_module = err_module_reg;
+assign err_code = err_code_reg;
+assign err_index = fetch_bus_reg ? fetch_err_off[35:4] : err_index_reg;
+assign err_addr = err_addr_reg;
 
 wire dead_now = f_quiet && (l_stall || l_free) && (c_stall || c_free) && (s_stall || s_free)
                 && (l_stall || c_stall || s_stall);
 
 always @* begin
-    err_valid = 1'b1;
-    err_module = `VTA_MOD_NONE;
-    err_code = `VTA_ERR_NONE;
-    err_index = 32'd0;
-    err_addr = 64'd0;
+    err_valid_d = 1'b1;
+    err_module_d = `VTA_MOD_NONE;
+    err_code_d = `VTA_ERR_NONE;
+    err_index_d = 32'd0;
+    err_addr_d = 64'd0;
+    fetch_bus_d = 1'b0;
     if (f_err) begin
-        err_module = `VTA_MOD_FETCH;
-        err_code = f_err_code;
-        err_index = f_err_index;
+        err_module_d = `VTA_MOD_FETCH;
+        err_code_d = f_err_code;
+        err_index_d = f_err_index;
     end else if (l_err) begin
-        err_module = `VTA_MOD_LOAD;
-        err_code = l_err_code;
-        err_index = l_index;
+        err_module_d = `VTA_MOD_LOAD;
+        err_code_d = l_err_code;
+        err_index_d = l_index;
     end else if (c_err) begin
-        err_module = `VTA_MOD_COMPUTE;
-        err_code = c_err_code;
-        err_index = c_index;
+        err_module_d = `VTA_MOD_COMPUTE;
+        err_code_d = c_err_code;
+        err_index_d = c_index;
     end else if (s_err) begin
-        err_module = `VTA_MOD_STORE;
-        err_code = s_err_code;
-        err_index = s_index;
+        err_module_d = `VTA_MOD_STORE;
+        err_code_d = s_err_code;
+        err_index_d = s_index;
     end else if (rd_bus_err) begin
-        err_code = `VTA_ERR_BUS_ERROR;
-        err_addr = rd_err_addr64;
+        err_code_d = `VTA_ERR_BUS_ERROR;
+        err_addr_d = rd_err_addr64;
         if (rd_bus_err_client == {ID_WIDTH{1'b0}}) begin
-            err_module = `VTA_MOD_FETCH;
-            err_index = fetch_err_off[35:4];
+            err_module_d = `VTA_MOD_FETCH;
+            err_index_d = 32'd0;
+            fetch_bus_d = 1'b1;
         end else if (rd_bus_err_client < 3) begin
-            err_module = `VTA_MOD_LOAD;
-            err_index = l_index;
+            err_module_d = `VTA_MOD_LOAD;
+            err_index_d = l_index;
         end else begin
-            err_module = `VTA_MOD_COMPUTE;
-            err_index = c_index;
+            err_module_d = `VTA_MOD_COMPUTE;
+            err_index_d = c_index;
         end
     end else if (wr_bus_err) begin
-        err_module = `VTA_MOD_STORE;
-        err_code = `VTA_ERR_BUS_ERROR;
-        err_index = s_index;
-        err_addr = wr_err_addr64;
+        err_module_d = `VTA_MOD_STORE;
+        err_code_d = `VTA_ERR_BUS_ERROR;
+        err_index_d = s_index;
+        err_addr_d = wr_err_addr64;
     end else if (dead_cnt_reg == 3'd7) begin
-        err_code = `VTA_ERR_DEADLOCK;
+        err_code_d = `VTA_ERR_DEADLOCK;
         if (l_stall) begin
-            err_module = `VTA_MOD_LOAD;
-            err_index = l_index;
+            err_module_d = `VTA_MOD_LOAD;
+            err_index_d = l_index;
         end else if (c_stall) begin
-            err_module = `VTA_MOD_COMPUTE;
-            err_index = c_index;
+            err_module_d = `VTA_MOD_COMPUTE;
+            err_index_d = c_index;
         end else begin
-            err_module = `VTA_MOD_STORE;
-            err_index = s_index;
+            err_module_d = `VTA_MOD_STORE;
+            err_index_d = s_index;
         end
-    end else if (drained && !finish_seen_reg) begin
-        err_module = `VTA_MOD_COMPUTE;
-        err_code = `VTA_ERR_NO_FINISH;
-        err_index = 32'hFFFFFFFF;
+    end else if (drained_reg && !finish_seen_reg) begin
+        err_module_d = `VTA_MOD_COMPUTE;
+        err_code_d = `VTA_ERR_NO_FINISH;
+        err_index_d = 32'hFFFFFFFF;
     end else begin
-        err_valid = 1'b0;
+        err_valid_d = 1'b0;
+    end
+end
+
+// the fault report is registered (the first fault of a cycle, by priority);
+// vta_regs halts the engines on it in the cycle it arrives, as before
+always @(posedge clk) begin
+    err_valid_reg <= err_valid_d;
+    err_module_reg <= err_module_d;
+    err_code_reg <= err_code_d;
+    err_index_reg <= err_index_d;
+    err_addr_reg <= err_addr_d;
+    fetch_bus_reg <= fetch_bus_d;
+    if (rst || start) begin
+        err_valid_reg <= 1'b0;
     end
 end
 
@@ -586,7 +621,9 @@ always @(posedge clk) begin
     if (c_finish) begin
         finish_seen_reg <= 1'b1;
     end
-    if (dead_now && run) begin
+    drained_reg <= drained;
+    dead_reg <= dead_now;
+    if (dead_reg && run) begin
         dead_cnt_reg <= (dead_cnt_reg == 3'd7) ? dead_cnt_reg : dead_cnt_reg + 3'd1;
     end else begin
         dead_cnt_reg <= 3'd0;
@@ -594,6 +631,8 @@ always @(posedge clk) begin
     if (rst || start) begin
         finish_seen_reg <= 1'b0;
         dead_cnt_reg <= 3'd0;
+        drained_reg <= 1'b0;
+        dead_reg <= 1'b0;
     end
 end
 

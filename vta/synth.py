@@ -15,6 +15,10 @@ level; a MUXF7/F8/F9 is part of the LUT level before it (it sits in the same
 slice) and counts 0; carry cells count so that 32 bits of carry chain are one
 level (:data:`CARRY_LEVELS`: a CARRY4 1/8, a CARRY8 1/4).  The top's ports
 are not registered here (``-noiopad``): paths from them start at 0.
+A LUT RAM (distributed RAM) is one LUT level from its read address to its
+data; its write port (data, write enable, and the write address of the
+RAM32M/RAM64M kinds' last port) ends paths, as a flip-flop's input does,
+since a write is clocked.
 The unit is "LUT levels" as the timing targets state them; Vivado's timing
 report is the real judge and cannot run here (no Vivado).
 
@@ -52,6 +56,10 @@ _FF = {"FDRE", "FDSE", "FDCE", "FDPE", "FDRE_1", "LDCE", "LDPE"}
 _SRL = {"SRL16E", "SRLC32E", "SRLC16E"}
 _BRAM = {"RAMB36E2", "RAMB18E2"}
 _SEQ_START = _FF | _SRL | _BRAM | {"URAM288"}
+#: LUT RAM inputs through which a read is combinational (read addresses); the
+#: others (write data, write enable, clock) are clocked.  The last port of a
+#: RAM32M/RAM64M kind (ADDRD, ADDRH) is also its write address: counted as a read.
+_LUTRAM_READ = re.compile(r"^(ADDR[A-H]|DPRA\d*|A\d*)$")
 
 
 class SynthError(VTAError):
@@ -395,15 +403,20 @@ def _depth(cells):
             return 0.0
         if typ.startswith("DSP48"):
             return DSP_LEVELS
+        if typ in _LUTRAM:
+            return 1.0
         return 0.0
 
     arrival: dict[int, float] = {}   # cell index -> arrival at its outputs
     best_in: dict[int, int] = {}     # cell index -> predecessor cell on its longest path
 
-    def cell_inputs(i):
+    def cell_inputs(i, endpoint=False):
         _p, typ, _params, conns, dirs = cells[i]
+        lutram = typ in _LUTRAM and not endpoint
         for port, nets in conns.items():
             if dirs.get(port, "input") != "output":
+                if lutram and not _LUTRAM_READ.match(port):
+                    continue
                 for n in nets:
                     if n >= 0:
                         yield n
@@ -442,10 +455,11 @@ def _depth(cells):
     worst, worst_end = -1.0, -1
     by_inst: dict[str, tuple[float, int]] = {}
     for i, (path, typ, _params, _conns, _dirs) in enumerate(cells):
-        endpoint = typ in _SEQ_START or (i in dsp_info and (dsp_info[i][0] or dsp_info[i][1]))
+        endpoint = typ in _SEQ_START or typ in _LUTRAM or \
+            (i in dsp_info and (dsp_info[i][0] or dsp_info[i][1]))
         if not endpoint:
             continue
-        for n in cell_inputs(i):
+        for n in cell_inputs(i, endpoint=True):
             if n in driver:
                 d = driver[n]
                 compute(d)

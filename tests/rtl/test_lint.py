@@ -26,8 +26,12 @@ def _setup(preset):
     return hdlgen.header_dir(cfg), params, [str(p) for p in hdlgen.hdl_sources()]
 
 
-@pytest.mark.parametrize("preset", vta.config.PRESETS)
-def test_verilator_lint(preset):
+@pytest.mark.parametrize(
+    "preset, addr_width",
+    [(p, None) for p in vta.config.PRESETS] + [("default", 64), ("aws", 64)],
+)
+def test_verilator_lint(preset, addr_width):
+    """Clean lint; also with a 64-bit AXI address (every range over ADDR_WIDTH non-empty)."""
     import os
 
     env = {**os.environ, **sim_env()}
@@ -35,6 +39,8 @@ def test_verilator_lint(preset):
     if exe is None:
         pytest.skip("verilator not installed")
     hdr, params, sources = _setup(preset)
+    if addr_width is not None:
+        params["ADDR_WIDTH"] = addr_width
     cmd = [
         exe,
         "--lint-only",

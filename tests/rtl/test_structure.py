@@ -147,6 +147,54 @@ def test_named_connections_and_no_stray_defaults(modules):
     assert not problems, "\n".join(problems)
 
 
+def _const(node) -> int | None:
+    """The value of an integer literal (``48``, ``64'h10000000``, ``32'd0``), else None."""
+    from pyverilog.vparser.ast import IntConst
+
+    if not isinstance(node, IntConst):
+        return None
+    text = node.value.replace("_", "").lower()
+    m = re.fullmatch(r"(?:\d*)'s?([bodh])([0-9a-f]+)", text)
+    if m:
+        return int(m.group(2), {"b": 2, "o": 8, "d": 10, "h": 16}[m.group(1)])
+    return int(text) if text.isdigit() else None
+
+
+def _param_values(mod, local: bool = True) -> dict[str, int]:
+    """Parameters (and localparams) of ``mod`` whose value is a plain integer literal."""
+    from pyverilog.vparser.ast import Decl, Localparam, Parameter
+
+    kinds = (Parameter, Localparam) if local else (Parameter,)
+    out = {}
+    for item in list(mod.paramlist.params) + list(mod.items):
+        if isinstance(item, Decl):
+            for p in item.list:
+                if isinstance(p, kinds):
+                    v = _const(p.value.var)
+                    if v is not None:
+                        out[p.name] = v
+    return out
+
+
+def test_parameter_defaults_agree_with_the_top(modules):
+    """A module parameter named like one of vta_top's has the top's value as its default.
+
+    Every instance passes such parameters down (checked above), so a stale
+    default is harmless in the design, but it is what a test bench or a reader
+    gets when instantiating the module alone (BEATS_WIDTH was 40 in the
+    modules and 48 in the top).
+    """
+    top = _param_values(modules["vta_top"])
+    problems = []
+    for name, mod in sorted(modules.items()):
+        if name == "vta_top":
+            continue
+        for p, v in sorted(_param_values(mod, local=False).items()):
+            if p in top and top[p] != v:
+                problems.append(f"{name}: parameter {p} defaults to {v}, vta_top has {top[p]}")
+    assert not problems, "\n".join(problems)
+
+
 def test_design_tree_is_complete(modules):
     """Every module of hdl/ is part of vta_top's tree (nothing dead, nothing unchecked)."""
     seen, todo = set(), ["vta_top"]
