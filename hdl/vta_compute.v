@@ -374,7 +374,10 @@ wire [15:0] u_dst = {{(16-`VTA_UOP_DST_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_DST_IDX
 wire [15:0] u_src = {{(16-`VTA_UOP_SRC_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_SRC_IDX_LO +: `VTA_UOP_SRC_IDX_W]};
 wire [15:0] u_wgt = {{(16-`VTA_UOP_WGT_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_WGT_IDX_LO +: `VTA_UOP_WGT_IDX_W]};
 
-// spans of the loop offsets, registered in DECODE (multipliers), summed in CHECK
+// spans of the loop offsets, registered in POP (multipliers); the range check is
+// computed every cycle into range_bad_reg, which CHECK reads: entered from DECODE
+// (micro-op maxima cached) or from SCAN's last cycle, both after the spans and
+// maxima are final
 wire [13:0] io_m1 = iter_out - 14'd1;
 wire [13:0] ii_m1 = iter_in - 14'd1;
 wire [29:0] io30 = {16'd0, io_m1};
@@ -390,6 +393,7 @@ wire [32:0] src_depth = is_alu ? (33'd1 << LOG_ACC_DEPTH) : (33'd1 << LOG_INP_DE
 wire range_bad = top_dst >= (33'd1 << LOG_ACC_DEPTH)
                  || (check_src && top_src >= src_depth)
                  || (check_wgt && top_wgt >= (33'd1 << LOG_WGT_DEPTH));
+reg  range_bad_reg;
 
 // ------------------------------------------------------------ loop nest
 // offsets are kept modulo 2**16: every index of a nest that passed CHECK is below 2**16
@@ -485,7 +489,7 @@ wire cached = c_valid_reg && c_bgn_reg == uop_bgn && c_end_reg == uop_end;
 wire err_mem_type = decode && opcode == `VTA_OPCODE_LOAD && bad_mem_type;
 wire err_alu_op = decode && is_gemm_alu && bad_alu_op;
 wire err_range = (decode && is_gemm_alu && !bad_alu_op && bad_uop_end)
-                 || (state_reg == STATE_CHECK && range_bad);
+                 || (state_reg == STATE_CHECK && range_bad_reg);
 wire err_load = state_reg == STATE_LOAD && ld_err;
 wire err_tokens = state_reg == STATE_RETIRE && !retire_wait && token_overflow;
 // SCAN: a micro-op read this cycle
@@ -608,7 +612,7 @@ always @(posedge clk) begin
         end
         STATE_CHECK: begin
             // largest index of the nest against each buffer
-            state_reg <= range_bad ? STATE_IDLE : STATE_EXEC;
+            state_reg <= range_bad_reg ? STATE_IDLE : STATE_EXEC;
         end
         STATE_EXEC: begin
             // issues one micro-op per cycle
@@ -659,13 +663,16 @@ always @(posedge clk) begin
 
     scan_v1_reg <= scan_read;
     scan_v2_reg <= scan_v1_reg;
-    if (state_reg == STATE_DECODE) begin
+    range_bad_reg <= range_bad;
+    if (state_reg == STATE_POP) begin
         span_dst_o_reg <= io30 * {14'd0, dst_f_out};
         span_dst_i_reg <= ii30 * {14'd0, dst_f_in};
         span_src_o_reg <= io30 * {14'd0, src_f_out};
         span_src_i_reg <= ii30 * {14'd0, src_f_in};
         span_wgt_o_reg <= io30 * {14'd0, wgt_f_out};
         span_wgt_i_reg <= ii30 * {14'd0, wgt_f_in};
+    end
+    if (state_reg == STATE_DECODE) begin
         elems_reg <= {16'd0, x_size} * {16'd0, y_size};
     end
 
