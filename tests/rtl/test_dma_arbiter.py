@@ -24,7 +24,7 @@ import itertools
 import cocotb
 import pytest
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
-from rtl_common import build_and_run, sim_params, start_clock_reset
+from rtl_common import build_and_run, start_clock_reset
 
 N = 3
 ADDR_W = 32
@@ -156,7 +156,12 @@ async def arbiter_fairness(dut):
     assert run <= 1, f"clients 0 and 1 not served in turn: {seq[:24]}"
 
 
-@pytest.mark.parametrize("simulator, preset", sim_params(("tiny",), ("tiny",)))
+# Icarus builds this one module in a second; the Verilator build (about a minute) is slow-only
+@pytest.mark.parametrize(
+    "simulator, preset",
+    [pytest.param("icarus", "tiny", id="icarus-tiny"),
+     pytest.param("verilator", "tiny", id="verilator-tiny", marks=pytest.mark.slow)],
+)
 def test_dma_arbiter(simulator, preset):
     import vta
 
