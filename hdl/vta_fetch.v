@@ -178,6 +178,9 @@ assign done = done_reg;
 assign quiet = !running || (outstanding == 32'd0 && !req_valid);
 
 wire [64:0] stream_end = {1'b0, base} + {29'd0, insn_count, 4'd0};
+// the range check, registered: INSN_ADDR and INSN_COUNT are written before START, so
+// last cycle's verdict holds in STATE_CHECK
+reg         stream_bad_reg;
 
 always @* begin
     state_next = state_reg;
@@ -200,7 +203,7 @@ always @* begin
         end
         STATE_CHECK: begin
             // the whole stream must lie in device memory
-            if (stream_end > {1'b0, MEM_SIZE}) begin
+            if (stream_bad_reg) begin
                 err = 1'b1;
                 err_code = `VTA_ERR_DRAM_RANGE;
                 err_index = 32'hFFFFFFFF;
@@ -240,6 +243,7 @@ always @* begin
 end
 
 always @(posedge clk) begin
+    stream_bad_reg <= stream_end > {1'b0, MEM_SIZE};
     fill_reg <= {{(33-QW){1'b0}}, max_count} + {1'b0, outstanding};
     go_reg <= req_n_reg != 32'd0 && room;
     req_n_reg <= req_n;

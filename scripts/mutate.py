@@ -111,8 +111,8 @@ MUTATIONS: tuple[Mutation, ...] = (
       "STORE OUT range check off by one",
       (T_STORE, T_TOP)),
     M("rtl_fetch_range", "hdl/vta_fetch.v",
-      "if (stream_end > {1'b0, MEM_SIZE}) begin",
-      "if (stream_end > {1'b0, MEM_SIZE} + 65'd16) begin",
+      "stream_bad_reg <= stream_end > {1'b0, MEM_SIZE};",
+      "stream_bad_reg <= stream_end > {1'b0, MEM_SIZE} + 65'd16;",
       "instruction stream range check lets the last instruction hang past memory",
       (T_TOP, T_FETCH)),
     # ------------------------------------------------------------ sign extension
