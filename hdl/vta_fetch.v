@@ -249,6 +249,12 @@ always @(posedge clk) begin
     req_n_reg <= req_n;
     took_reg <= req_valid && req_ready;
     took2_reg <= took_reg;
+    // a new run's first request waits until every decision is from its own values
+    // (not the last run's), so a run takes the same cycles whatever ran before
+    if (state_reg == STATE_IDLE) begin
+        took_reg <= 1'b1;
+        took2_reg <= 1'b1;
+    end
     state_reg <= state_next;
     requested_reg <= requested_next;
     dispatched_reg <= dispatched_next;
