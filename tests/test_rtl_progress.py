@@ -16,7 +16,7 @@ from vta.errors import DeviceError, DeviceTimeoutError
 SIMS = ("icarus", "verilator")
 #: GEMM iterations (iter_out = iter_in = N, one micro-op: N * N cycles) lasting about a
 #: second on each simulator (tiny preset).
-LONG_N = {"icarus": 70, "verilator": 1000}
+LONG_N = {"icarus": 150, "verilator": 1000}
 
 
 def gemm_program(n: int) -> progfile.Program:
