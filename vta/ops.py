@@ -68,6 +68,7 @@ import numpy as np
 from .config import Config
 from .driver.host import Buffer, RunStats
 from .isa import AluOp, MemId
+from .runtime import _MAX_16 as _MAX_STRIDE  # LOAD/STORE strides: 16-bit fields
 from .runtime import (
     COMPUTE_STAGE,
     LOAD_STAGE,
@@ -115,10 +116,6 @@ RESNET18_LAYERS: dict[str, tuple[int, int, int, int, int, int, int]] = {
     "C10": (14, 14, 256, 512, 1, 0, 2),
     "C11": (7, 7, 512, 512, 3, 1, 1),
 }
-
-
-#: The largest LOAD/STORE stride (a 16-bit instruction field), in entries.
-_MAX_STRIDE = 0xFFFF
 
 
 def _ceil_to(n: int, unit: int) -> int:
