@@ -316,7 +316,7 @@ class GoldenModel:
         stream = _Stream(words, codes, self._decoding)
         execute = self._execute
         upcoming = [_indices(queues[engine]) for engine in ENGINES]  # what each engine runs
-        heads: list[tuple[int, Insn, _Links] | None] = [None] * 3  # decoded, not yet retired
+        heads: list[tuple[int, list[int], _Links] | None] = [None] * 3  # decoded, not retired
         retired = [0] * 3
         effects: dict[str, int] = {}  # counter -> amount added by retired instructions
         finished = False
@@ -343,7 +343,7 @@ class GoldenModel:
                         raise RunTimeoutError(
                             f"instruction {index} ({engine}): the run passed its deadline",
                             module=engine, index=index)
-                    opcode = insn.opcode
+                    opcode = insn[0]
                     effect = execute[opcode](engine, index, insn, deadline)
                     if links.pushes:
                         self._push(engine, index, links)
@@ -357,7 +357,7 @@ class GoldenModel:
                     heads[e] = None
                     progress = True
                     if trace is not None:
-                        trace(TraceEvent(engine, index, insn, pops,
+                        trace(TraceEvent(engine, index, insn_class(opcode)(*insn), pops,
                                          tuple(q for q, _ in links.pushes)))
         finally:
             self.sp.settle()  # what retired is written, even when the run stopped early
@@ -431,38 +431,40 @@ class GoldenModel:
         return ExecutionError(f"instruction {index} ({engine}): {text}",
                               module=engine, index=index, field=field)
 
-    def _plain_rows(self, insn: MemInsn, elem_bytes: int, sram_fits: bool) -> np.ndarray | None:
+    def _plain_rows(self, dram_base: int, y_size: int, x_size: int, x_stride: int,
+                    elem_bytes: int, sram_fits: bool) -> np.ndarray | None:
         """The DRAM rows of a LOAD/STORE without padding, as a (y_size, x_size * elem_bytes)
         view, if the access is plain: its SRAM entries fit the buffer (``sram_fits``), its rows
         do not overlap and lie inside memory with their whole strides, and no bus-error window
         is set.  Else None: :meth:`_dram_rows` and the general paths check and copy it."""
-        rows, row_bytes = insn.y_size, insn.x_size * elem_bytes
-        start = insn.dram_base * elem_bytes
-        step = insn.x_stride * elem_bytes if rows > 1 else row_bytes
-        if (sram_fits and step >= row_bytes and start + rows * step <= self.mem.size
+        row_bytes = x_size * elem_bytes
+        start = dram_base * elem_bytes
+        step = x_stride * elem_bytes if y_size > 1 else row_bytes
+        if (sram_fits and step >= row_bytes and start + y_size * step <= self.mem.size
                 and self.bus_error is None):
             # the view made directly (cheaper than slicing, reshaping and slicing again)
-            return np.ndarray((rows, row_bytes), np.uint8, self.mem, start, (step, 1))
+            return np.ndarray((y_size, row_bytes), np.uint8, self.mem, start, (step, 1))
         return None
 
-    def _dram_rows(self, engine: str, index: int, insn: MemInsn, elem_bytes: int) -> np.ndarray:
+    def _dram_rows(self, engine: str, index: int, dram_base: int, y_size: int, x_size: int,
+                   x_stride: int, elem_bytes: int) -> np.ndarray:
         """View (y_size, x_size * elem_bytes) of the DRAM rows of a LOAD/STORE."""
         mem = self.mem
-        rows, row_bytes = insn.y_size, insn.x_size * elem_bytes
-        start = insn.dram_base * elem_bytes
-        step = insn.x_stride * elem_bytes if rows > 1 else row_bytes  # from a row to the next
+        rows, row_bytes = y_size, x_size * elem_bytes
+        start = dram_base * elem_bytes
+        step = x_stride * elem_bytes if rows > 1 else row_bytes  # from a row to the next
         plain = step >= row_bytes and start + rows * step <= mem.size  # the usual case
         if not plain:
             end = start + (rows - 1) * step + row_bytes if rows else start
             if end > mem.size:
                 raise self._fault(
                     engine, index, "dram_base",
-                    f"DRAM access 0x{start:x}..0x{end:x} (dram_base {insn.dram_base}, y_size "
-                    f"{rows}, x_stride {insn.x_stride}) lies outside device memory "
+                    f"DRAM access 0x{start:x}..0x{end:x} (dram_base {dram_base}, y_size "
+                    f"{rows}, x_stride {x_stride}) lies outside device memory "
                     f"(0x{mem.size:x} bytes)")
         if self.bus_error is not None:
             self._bus_check(engine, index, [(start + y * step, start + y * step + row_bytes)
-                                            for y in range(rows)], f"dram_base {insn.dram_base}")
+                                            for y in range(rows)], f"dram_base {dram_base}")
         if plain:
             return mem[start:start + rows * step].reshape(rows, step)[:, :row_bytes]
         if step < row_bytes:
@@ -489,7 +491,7 @@ class GoldenModel:
         if forbidden:
             return _forbidden_flag(engine, index, forbidden)
         try:
-            self._execute[insn.opcode](engine, index, insn, None)
+            self._execute[insn.opcode](engine, index, list(insn.fields().values()), None)
         except ExecutionError as exc:
             return exc
         finally:
@@ -513,24 +515,27 @@ class GoldenModel:
                     module=engine, index=index, field="dram_base", code=ErrorCode.BUS_ERROR,
                     address=addr)
 
-    def _load(self, engine: str, index: int, insn: MemInsn,
+    # The executors take a decoded instruction: the list of its field values in the order of
+    # its vta.isa class (see _decode_block), unpacked into names first.
+
+    def _load(self, engine: str, index: int, insn: list[int],
               deadline: float | None = None) -> tuple[str, int] | None:
-        mem_type = insn.memory_type
+        (_, _, _, _, _, mem_type, base, dram_base, y_size, x_size, x_stride,
+         y_pad_0, y_pad_1, x_pad_0, x_pad_1) = insn  # MemInsn
         target = self._load_targets.get(mem_type)
         if target is None:
             what = "OUT cannot be loaded" if mem_type == MemId.OUT else "undefined"
             raise self._fault(engine, index, "memory_type",
                               f"LOAD memory_type {mem_type} ({what})")
-        x_size, y_size = insn.x_size, insn.y_size
         if x_size == 0:
             return None  # sync no-op: only its flags matter
         sram, flat, elem_bytes, counter, writes_acc = target  # bytes per entry: in DRAM
         if writes_acc:
             self.sp.settle()  # deferred ALU results first
-        base = insn.sram_base
-        if not (insn.x_pad_0 or insn.x_pad_1 or insn.y_pad_0 or insn.y_pad_1):
+        if not (x_pad_0 or x_pad_1 or y_pad_0 or y_pad_1):
             # the common case, one slice assignment; _plain_rows says when it applies
-            rows = self._plain_rows(insn, elem_bytes, base + x_size * y_size <= len(sram))
+            rows = self._plain_rows(dram_base, y_size, x_size, x_stride, elem_bytes,
+                                    base + x_size * y_size <= len(sram))
             if rows is not None:
                 if mem_type == _ACC_8BIT:
                     rows = rows.view(np.int8)
@@ -539,15 +544,15 @@ class GoldenModel:
                 flat[base * elem_bytes:(base + x_size * y_size) * elem_bytes].reshape(
                     rows.shape)[...] = rows
                 return counter, y_size * x_size * elem_bytes
-        x_total = insn.x_pad_0 + x_size + insn.x_pad_1
-        y_total = insn.y_pad_0 + y_size + insn.y_pad_1
+        x_total = x_pad_0 + x_size + x_pad_1
+        y_total = y_pad_0 + y_size + y_pad_1
         if base + x_total * y_total > sram.shape[0]:
             name = MemId(mem_type).name
             raise self._fault(
                 engine, index, "sram_base",
                 f"LOAD {name} writes SRAM entries {base}..{base + x_total * y_total - 1}, "
                 f"beyond the {sram.shape[0]}-entry {_LOAD_TYPES[mem_type][0].upper()} buffer")
-        rows = self._dram_rows(engine, index, insn, elem_bytes)
+        rows = self._dram_rows(engine, index, dram_base, y_size, x_size, x_stride, elem_bytes)
         if mem_type == _ACC_8BIT:
             rows = rows.view(np.int8)
         elif mem_type == _WGT:
@@ -559,30 +564,32 @@ class GoldenModel:
             lanes = sram.shape[1]  # explicit: a LOAD of padding only (y_size 0) has no rows
             block = block.reshape(y_total, x_total, lanes)
             block[...] = 0
-            block[insn.y_pad_0:insn.y_pad_0 + y_size,
-                  insn.x_pad_0:insn.x_pad_0 + x_size] = rows.reshape(y_size, x_size, lanes)
+            block[y_pad_0:y_pad_0 + y_size,
+                  x_pad_0:x_pad_0 + x_size] = rows.reshape(y_size, x_size, lanes)
         return counter, y_size * x_size * elem_bytes
 
-    def _store(self, engine: str, index: int, insn: MemInsn,
+    def _store(self, engine: str, index: int, insn: list[int],
                deadline: float | None = None) -> tuple[str, int] | None:
-        x_size = insn.x_size
+        (_, _, _, _, _, mem_type, base, dram_base, y_size, x_size, x_stride,
+         y_pad_0, y_pad_1, x_pad_0, x_pad_1) = insn  # MemInsn
         if x_size == 0:
             return None  # sync no-op; memory_type is not checked (the runtime uses 0)
-        if insn.memory_type != _OUT:
+        if mem_type != _OUT:
             raise self._fault("store", index, "memory_type",
-                              f"STORE memory_type must be OUT (4), not {insn.memory_type}")
-        if insn.y_pad_0 or insn.y_pad_1 or insn.x_pad_0 or insn.x_pad_1:
-            pad = next(p for p in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1") if getattr(insn, p))
-            raise self._fault("store", index, pad,
-                              f"STORE {pad} must be 0, not {getattr(insn, pad)}")
+                              f"STORE memory_type must be OUT (4), not {mem_type}")
+        if y_pad_0 or y_pad_1 or x_pad_0 or x_pad_1:
+            pad, value = next((p, v) for p, v in (("y_pad_0", y_pad_0), ("y_pad_1", y_pad_1),
+                                                  ("x_pad_0", x_pad_0), ("x_pad_1", x_pad_1))
+                              if v)
+            raise self._fault("store", index, pad, f"STORE {pad} must be 0, not {value}")
         out = self._out_rows
-        y_size, base = insn.y_size, insn.sram_base
         count = x_size * y_size
         elem_bytes = out.shape[1]
         pending = self.sp.pending
         if pending is not None and pending[0].start < base + count and base < pending[0].stop:
             self.sp.settle()  # the store reads entries of deferred ALU results
-        rows = self._plain_rows(insn, elem_bytes, base + count <= len(out))
+        rows = self._plain_rows(dram_base, y_size, x_size, x_stride, elem_bytes,
+                                base + count <= len(out))
         if rows is not None:  # the common case, one slice assignment
             rows[...] = self._out_flat[base * elem_bytes:(base + count) * elem_bytes].reshape(
                 rows.shape)
@@ -593,16 +600,15 @@ class GoldenModel:
                 f"STORE reads SRAM entries {base}..{base + count - 1}, "
                 f"beyond the {len(out)}-entry OUT buffer")
         src = out[base:base + count]
-        if y_size > 1 and insn.x_stride < x_size:
-            # Overlapping destination rows: later rows win, as in a serial store.
-            self._dram_rows("store", index, insn, elem_bytes)  # bounds check
+        dram = self._dram_rows("store", index, dram_base, y_size, x_size, x_stride, elem_bytes)
+        if y_size > 1 and x_stride < x_size:
+            # Overlapping destination rows (checked above): later rows win, as in a serial store.
             for y in range(y_size):
-                start = (insn.dram_base + y * insn.x_stride) * elem_bytes
+                start = (dram_base + y * x_stride) * elem_bytes
                 self.mem[start:start + x_size * elem_bytes] = (
                     src[y * x_size:(y + 1) * x_size].reshape(-1))
         else:
-            self._dram_rows("store", index, insn, elem_bytes)[...] = src.reshape(
-                y_size, x_size * elem_bytes)  # explicit: y_size may be 0
+            dram[...] = src.reshape(y_size, x_size * elem_bytes)  # explicit: y_size may be 0
         return "out_store_bytes", count * elem_bytes
 
     # ------------------------------------------------------------- compute
@@ -619,24 +625,27 @@ class GoldenModel:
     # also remembered whole (loop fields and micro-op words -> plan and
     # bases), so a repeated instruction goes straight to execution.
 
-    def _gemm(self, engine: str, index: int, insn: GemmInsn,
+    def _gemm(self, engine: str, index: int, insn: list[int],
               deadline: float | None) -> tuple[str, int] | None:
-        kind = "RESET" if insn.reset_reg else "GEMM"
-        count = self._run_nest(index, insn, kind, deadline)
-        return None if insn.reset_reg else ("gemm_uops", count)
+        reset = insn[5]  # GemmInsn.reset_reg
+        count = self._run_nest(index, insn, "RESET" if reset else "GEMM", deadline)
+        return None if reset else ("gemm_uops", count)
 
-    def _alu(self, engine: str, index: int, insn: AluInsn,
+    def _alu(self, engine: str, index: int, insn: list[int],
              deadline: float | None) -> tuple[str, int]:
-        if insn.alu_opcode not in _ALU_FUNCS:
+        alu_opcode, use_imm = insn[14], insn[15]  # AluInsn
+        if alu_opcode not in _ALU_FUNCS:
             raise self._fault("compute", index, "alu_opcode",
-                              f"undefined ALU opcode {insn.alu_opcode}")
-        count = self._run_nest(index, insn, "ALU" if insn.use_imm else "ALU_SRC", deadline)
+                              f"undefined ALU opcode {alu_opcode}")
+        count = self._run_nest(index, insn, "ALU" if use_imm else "ALU_SRC", deadline)
         return "alu_uops", count
 
-    def _run_nest(self, index: int, insn: GemmInsn | AluInsn, kind: str,
+    def _run_nest(self, index: int, insn: list[int], kind: str,
                   deadline: float | None) -> int:
         """Check and execute one GEMM/ALU nest; return its micro-op count."""
-        bgn, end, iter_out, iter_in = insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in
+        # the fields GemmInsn and AluInsn share, then GEMM's weight factors
+        (bgn, end, iter_out, iter_in, dst_factor_out, dst_factor_in, src_factor_out,
+         src_factor_in) = insn[6:14]
         if end > len(self.sp.uop):
             raise self._fault("compute", index, "uop_end",
                               f"{_KIND_NAME[kind]} uop_end {end} is beyond the "
@@ -646,12 +655,13 @@ class GoldenModel:
             return 0  # an empty nest does nothing
         raw = self.sp.uop[bgn:end]
         gemm = kind in ("GEMM", "RESET")
-        factors = ((insn.dst_factor_out, insn.src_factor_out, insn.wgt_factor_out if gemm else 0),
-                   (insn.dst_factor_in, insn.src_factor_in, insn.wgt_factor_in if gemm else 0))
+        wgt_factor_out, wgt_factor_in = insn[14:16] if gemm else (0, 0)
+        factors = ((dst_factor_out, src_factor_out, wgt_factor_out),
+                   (dst_factor_in, src_factor_in, wgt_factor_in))
         key = (kind, iter_out, iter_in, factors, raw.tobytes())
         pieces = self._nests.get(key)
         if pieces is None:
-            pieces = self._pieces(index, insn, kind, raw, factors)
+            pieces = self._pieces(index, kind, raw, iter_out, iter_in, factors)
             if iter_out * iter_in * n_uops <= CHUNK_UOPS:
                 pieces = self._nests[key] = list(pieces)
         for plan, bases in pieces:
@@ -662,7 +672,7 @@ class GoldenModel:
             plan.execute(self.sp, bases, insn)
         return n_uops * iter_out * iter_in
 
-    def _pieces(self, index: int, insn: GemmInsn | AluInsn, kind: str, raw: np.ndarray,
+    def _pieces(self, index: int, kind: str, raw: np.ndarray, iter_out: int, iter_in: int,
                 factors) -> Iterator[tuple[object, list[int]]]:
         """Check a nest's indices, then yield (plan, bases) for each piece in order."""
         used, lo_mask, shifts, masks, depths = self._nest_fields[kind]
@@ -681,14 +691,13 @@ class GoldenModel:
         f_in = [factors[1][f] for f in used]
         for k, f in enumerate(used):
             # factors are unsigned, so the largest index is at the last iteration
-            top = low[k] + spans[k] + (insn.iter_out - 1) * f_out[k] + (insn.iter_in - 1) * f_in[k]
+            top = low[k] + spans[k] + (iter_out - 1) * f_out[k] + (iter_in - 1) * f_in[k]
             if top >= depths[k]:
                 name, buf = _FIELD_NAMES[f], _FIELD_BUFFER[kind][k]
                 raise self._fault("compute", index, name,
                                   f"{_KIND_NAME[kind]} {name} reaches {top} (micro-op field "
                                   f"plus loop offsets), beyond the {depths[k]}-entry {buf} buffer")
-        return self._piece_plans(kind, rel, low, f_out, f_in, raw.size, insn.iter_out,
-                                 insn.iter_in)
+        return self._piece_plans(kind, rel, low, f_out, f_in, raw.size, iter_out, iter_in)
 
     def _piece_plans(self, kind, rel, low, f_out, f_in, n_uops, iter_out, iter_in):
         shape = rel.tobytes()
@@ -746,9 +755,9 @@ class _Stream:
         self.words = words
         self.codes = codes
         self.decoding = decoding
-        self.blocks: dict[int, list[tuple[Insn, _Links]]] = {}
+        self.blocks: dict[int, list[tuple[list[int], _Links]]] = {}
 
-    def get(self, index: int) -> tuple[Insn, _Links]:
+    def get(self, index: int) -> tuple[list[int], _Links]:
         """Instruction ``index``, decoded, and what its engine does with its flags."""
         block = self.blocks.get(index // _BLOCK)
         if block is None:
@@ -765,30 +774,52 @@ class _Decoding(NamedTuple):
 
     key_mask: np.uint64  # the low bits holding the opcode, the flags and the memory type
     codes: np.ndarray  # (2**key bits,) links code of each key, -1 for an undefined opcode
-    classes: list  # opcode -> (class, number of fields)
-    places: np.ndarray  # (8, 4, fields) uint64: each field's 64-bit half, shift, mask, sign bit
+    formats: np.ndarray  # (8,) format number of each opcode (its class's), -1 if undefined
+    #: per format: each field's 64-bit half, shift, mask and sign bit (0: unsigned)
+    places: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+
+
+#: The classes defined opcodes decode to, in format-number order.
+_CLASSES = sorted({insn_class(op) for op in DEFINED_OPCODES}, key=lambda cls: cls.__name__)
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+# A decoded instruction is the list of its field values in its class's order; the executors
+# unpack it by position, so the order they assume is checked here, once.
+if (_field_names(MemInsn)[:5] != ("opcode", *DEP_FLAGS)
+        or _field_names(MemInsn)[5:] != ("memory_type", "sram_base", "dram_base", "y_size",
+                                         "x_size", "x_stride", "y_pad_0", "y_pad_1", "x_pad_0",
+                                         "x_pad_1")
+        or _field_names(GemmInsn)[5:16] != _field_names(AluInsn)[5:14] + ("wgt_factor_out",
+                                                                          "wgt_factor_in")
+        or _field_names(AluInsn)[5:] != ("reset_reg", "uop_bgn", "uop_end", "iter_out",
+                                         "iter_in", "dst_factor_out", "dst_factor_in",
+                                         "src_factor_out", "src_factor_in", "alu_opcode",
+                                         "use_imm", "imm")):
+    raise ImportError("vta.golden: the instruction classes of vta.isa changed their field order")
 
 
 def _decoding_tables(cfg: Config) -> _Decoding:
     """What :meth:`GoldenModel.fetch` and :func:`_decode_block` need, per configuration.
 
-    For each opcode, the fields of its class in constructor order, each with
-    its place in the 128-bit word and, if signed, its sign bit (fields of a
-    shorter class are padded with zero masks).  The dispatch table maps the low
-    bits of a word (opcode, flags and memory type) to the instruction's engine
-    and flag bits.
+    For each instruction class, its fields in constructor order, each with its
+    place in the 128-bit word and, if signed, its sign bit.  The dispatch
+    table maps the low bits of a word (opcode, flags and memory type) to the
+    instruction's engine and flag bits.
     """
-    fields = {cls: [{f.name: f for f in layout(cls.FORMAT, cfg)}[d.name]
-                    for d in dataclasses.fields(cls)]
-              for cls in {insn_class(op) for op in DEFINED_OPCODES}}
-    classes: list = [None] * 8
-    places = np.zeros((8, 4, max(len(order) for order in fields.values())), dtype=np.uint64)
-    for op in DEFINED_OPCODES:
-        order = fields[insn_class(op)]
-        classes[op] = (insn_class(op), len(order))
-        for k, f in enumerate(order):
-            places[op, :, k] = (f.lo // 64, f.lo % 64, (1 << f.width) - 1,
-                                1 << (f.width - 1) if f.signed else 0)
+    places = []
+    for cls in _CLASSES:
+        placed = {f.name: f for f in layout(cls.FORMAT, cfg)}
+        order = [placed[name] for name in _field_names(cls)]
+        places.append(tuple(np.array(column, dtype=dtype) for column, dtype in zip(
+            zip(*[(f.lo // 64, f.lo % 64, (1 << f.width) - 1,
+                   1 << (f.width - 1) if f.signed else 0) for f in order], strict=True),
+            (np.intp, np.uint64, np.uint64, np.uint64), strict=True)))
+    formats = np.array([_CLASSES.index(insn_class(op)) if op in DEFINED_OPCODES else -1
+                        for op in range(8)], dtype=np.intp)
     placed = {f.name: f for f in layout("mem", cfg)}  # generic fields plus the memory type
     key_bits = max(placed[name].lo + placed[name].width
                    for name in ("opcode", *DEP_FLAGS, "memory_type"))
@@ -801,24 +832,27 @@ def _decoding_tables(cfg: Config) -> _Decoding:
     for i, name in enumerate(DEP_FLAGS):
         codes |= value[name] << i
     codes[~np.isin(value["opcode"], list(DEFINED_OPCODES))] = -1
-    return _Decoding(np.uint64((1 << key_bits) - 1), codes, classes, places)
+    return _Decoding(np.uint64((1 << key_bits) - 1), codes, formats, places)
 
 
 def _decode_block(words: np.ndarray, codes: np.ndarray,
-                  decoding: _Decoding) -> list[tuple[Insn, _Links]]:
-    """Decode (n, 2) instruction words with links codes ``codes`` (from the fetch):
-    each instruction and what its engine does with its flags."""
-    places = decoding.places[(words[:, 0] & 0x7).astype(np.intp)]  # by each one's opcode
-    # (n, fields): every field of every instruction, from its half of the word
-    values = (np.where(places[:, 0] != 0, words[:, 1:], words[:, :1]) >> places[:, 1]
-              ) & places[:, 2]
-    sign = places[:, 3]
-    values = (values ^ sign) - sign  # signed fields: two's complement (wraps modulo 2**64)
-    classes = decoding.classes
-    insns = []
-    for row in values.view(np.int64).tolist():
-        cls, n_fields = classes[row[0]]  # field 0 is the opcode
-        insns.append(cls(*row[:n_fields]))
+                  decoding: _Decoding) -> list[tuple[list[int], _Links]]:
+    """Decode (n, 2) instruction words of defined opcodes with links codes ``codes`` (from
+    the fetch): each instruction and what its engine does with its flags.
+
+    An instruction decodes to the list of its field values in the order of its class's
+    fields (``insn_class(opcode)(*fields)`` is the :mod:`vta.isa` object); the
+    instructions of each class are decoded together, all fields at once.
+    """
+    insns: list = [None] * len(words)
+    formats = decoding.formats[(words[:, 0] & 0x7).astype(np.intp)]
+    for number, (half, shift, mask, sign) in enumerate(decoding.places):
+        rows = np.flatnonzero(formats == number)
+        if rows.size:
+            values = (words[rows][:, half] >> shift) & mask
+            values = (values ^ sign) - sign  # signed fields: two's complement (modulo 2**64)
+            for row, insn in zip(rows.tolist(), values.view(np.int64).tolist(), strict=True):
+                insns[row] = insn
     return list(zip(insns, map(_LINKS_BY_CODE.__getitem__, codes.tolist()), strict=True))
 
 
@@ -947,7 +981,7 @@ class _ResetPlan:
         dst = _consecutive(rel, loops, 0) or _index(_expand(rel[0], loops, 0))
         self.dst = dst if isinstance(dst, slice) else _index(_index_set(dst)[0], True)
 
-    def execute(self, sp: Scratchpads, bases, insn: GemmInsn) -> None:
+    def execute(self, sp: Scratchpads, bases, insn: list[int]) -> None:
         sp.settle()
         sp.acc2[_shifted(self.dst, bases[0])] = 0
 
@@ -981,9 +1015,9 @@ class _AluPlan:
                                   None if src is None else _index(src[start:stop])))
             start = stop
 
-    def execute(self, sp: Scratchpads, bases, insn: AluInsn) -> None:
-        op, imm = insn.alu_opcode, insn.imm
-        if op == _SHR and insn.use_imm and 0 <= imm <= 31:
+    def execute(self, sp: Scratchpads, bases, insn: list[int]) -> None:
+        op, use_imm, imm = insn[14:17]  # AluInsn
+        if op == _SHR and use_imm and 0 <= imm <= 31:
             func = np.right_shift  # the common case, without SHR's general selects
         else:
             func = _ALU_FUNCS[op]
@@ -1102,7 +1136,7 @@ class _GemmPlan:
             self.groups = [by_w[bounds[g]:bounds[g + 1]] for g in range(bounds.size - 1)]
         return x_keys, w_keys
 
-    def execute(self, sp: Scratchpads, bases, insn: GemmInsn) -> None:
+    def execute(self, sp: Scratchpads, bases, insn: list[int]) -> None:
         sp.settle()
         b, bi = sp.inp.shape[1:]
         bo = sp.wgt.shape[1]
