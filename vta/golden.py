@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -288,14 +288,17 @@ class GoldenModel:
                                             f"{prefix}_load_bytes", buf == "acc")
         uop_fields = layout("uop", cfg)
         # kind -> (fields used, their (lo, mask), the lows and masks as (k, 1) arrays, buffer
-        # depths)
+        # depths, the relative fields of one micro-op (zeros) and their bytes)
         self._nest_fields = {}
         for kind, used in _NEST_FIELDS.items():
             lo_mask = [(uop_fields[f].lo, (1 << uop_fields[f].width) - 1) for f in used]
             shifts, masks = np.array(lo_mask, dtype=np.uint32).T[:, :, None]
+            one = np.zeros((len(used), 1), dtype=np.uint32)
+            one.flags.writeable = False  # shared by every one-micro-op nest's plan
             self._nest_fields[kind] = (
                 used, lo_mask, shifts, masks,
-                tuple(self._depth[buf.lower()] for buf in _FIELD_BUFFER[kind]))
+                tuple(self._depth[buf.lower()] for buf in _FIELD_BUFFER[kind]), one,
+                one.tobytes())
 
     # ------------------------------------------------------------------ run
     def run(self, insn_addr: int, insn_count: int, *,
@@ -315,7 +318,8 @@ class GoldenModel:
         words, codes, queues = self.fetch(insn_addr, insn_count)
         stream = _Stream(words, codes, self._decoding)
         execute = self._execute
-        upcoming = [_indices(queues[engine]) for engine in ENGINES]  # what each engine runs
+        # what each engine runs: (index, decoded instruction, links), in order
+        upcoming = [stream.queue(queues[engine]) for engine in ENGINES]
         heads: list[tuple[int, list[int], _Links] | None] = [None] * 3  # decoded, not retired
         retired = [0] * 3
         effects: dict[str, int] = {}  # counter -> amount added by retired instructions
@@ -327,14 +331,14 @@ class GoldenModel:
                 for e, engine in _ENGINE_ORDER:
                     head = heads[e]
                     if head is None:
-                        index = next(upcoming[e], None)
-                        if index is None:
+                        head = next(upcoming[e], None)
+                        if head is None:
                             continue  # the engine ran all its instructions
-                        insn, links = stream.get(index)
+                        index, insn, links = heads[e] = head
                         if links.forbidden:
                             raise _forbidden_flag(engine, index, links.forbidden)
-                        head = heads[e] = (index, insn, links)
-                    index, insn, links = head
+                    else:
+                        index, insn, links = head
                     pops = links.pops
                     # an engine pops at most two queues: pops[0] and pops[-1] are all of them
                     if pops and not (tokens[pops[0]] and tokens[pops[-1]]):
@@ -662,8 +666,8 @@ class GoldenModel:
         pieces = self._nests.get(key)
         if pieces is None:
             pieces = self._pieces(index, kind, raw, iter_out, iter_in, factors)
-            if iter_out * iter_in * n_uops <= CHUNK_UOPS:
-                pieces = self._nests[key] = list(pieces)
+            if iter_out * iter_in * n_uops <= CHUNK_UOPS:  # one piece
+                self._nests[key] = pieces
         for plan, bases in pieces:
             if deadline is not None and time.monotonic() >= deadline:
                 raise RunTimeoutError(f"instruction {index} (compute): the run passed its "
@@ -673,43 +677,47 @@ class GoldenModel:
         return n_uops * iter_out * iter_in
 
     def _pieces(self, index: int, kind: str, raw: np.ndarray, iter_out: int, iter_in: int,
-                factors) -> Iterator[tuple[object, list[int]]]:
-        """Check a nest's indices, then yield (plan, bases) for each piece in order."""
-        used, lo_mask, shifts, masks, depths = self._nest_fields[kind]
+                factors) -> Iterable[tuple[object, list[int]]]:
+        """Check a nest's indices, then give (plan, bases) for each piece in order: a list for
+        a nest of one piece, an iterator of the pieces of a bigger one."""
+        used, lo_mask, shifts, masks, depths, one, one_bytes = self._nest_fields[kind]
         if raw.size == 1:  # one micro-op (an epilogue's ALU op or a reset): plain integers
             word = int(raw[0])
-            low = [(word >> lo) & mask for lo, mask in lo_mask]
-            spans = [0] * len(used)
-            rel = np.zeros((len(used), 1), dtype=np.int64)
+            low = high = [(word >> lo) & mask for lo, mask in lo_mask]
+            rel, shape = one, one_bytes
         else:
-            fields = ((raw >> shifts) & masks).astype(np.int64)  # (fields used, n_uops)
-            mins = np.minimum.reduce(fields, axis=1)
-            rel = fields - mins[:, None]
-            low = mins.tolist()
-            spans = np.maximum.reduce(rel, axis=1).tolist()
+            fields = (raw >> shifts) & masks  # (fields used, n_uops)
+            lows = np.minimum.reduce(fields, axis=1)
+            rel = fields - lows[:, None]  # (never negative)
+            shape = rel.tobytes()
+            low, high = lows.tolist(), np.maximum.reduce(fields, axis=1).tolist()
         f_out = [factors[0][f] for f in used]
         f_in = [factors[1][f] for f in used]
         for k, f in enumerate(used):
             # factors are unsigned, so the largest index is at the last iteration
-            top = low[k] + spans[k] + (iter_out - 1) * f_out[k] + (iter_in - 1) * f_in[k]
+            top = high[k] + (iter_out - 1) * f_out[k] + (iter_in - 1) * f_in[k]
             if top >= depths[k]:
                 name, buf = _FIELD_NAMES[f], _FIELD_BUFFER[kind][k]
                 raise self._fault("compute", index, name,
                                   f"{_KIND_NAME[kind]} {name} reaches {top} (micro-op field "
                                   f"plus loop offsets), beyond the {depths[k]}-entry {buf} buffer")
-        return self._piece_plans(kind, rel, low, f_out, f_in, raw.size, iter_out, iter_in)
+        if iter_out * iter_in * raw.size <= CHUNK_UOPS:
+            return [self._piece(kind, rel, shape, low, f_out, f_in, 0, iter_out, 0, iter_in)]
+        return (self._piece(kind, rel, shape, low, f_out, f_in, *piece)
+                for piece in _split(raw.size, iter_out, iter_in))
 
-    def _piece_plans(self, kind, rel, low, f_out, f_in, n_uops, iter_out, iter_in):
-        shape = rel.tobytes()
-        for o0, n_out, i0, n_in in _split(n_uops, iter_out, iter_in):
-            first = [low[k] + o0 * f_out[k] + i0 * f_in[k] for k in range(len(low))]
-            if kind == "ALU_SRC":  # dst and src both index ACC: one base keeps their distance
-                bases = [min(first)] * 2
-                offsets = (first[0] - bases[0], first[1] - bases[1])
-            else:
-                bases, offsets = first, None
-            loops = ((n_out, *f_out), (n_in, *f_in))
-            yield self._plan(kind, loops, shape, offsets, rel), bases
+    def _piece(self, kind: str, rel: np.ndarray, shape: bytes, low: list[int], f_out, f_in,
+               o0: int, n_out: int, i0: int, n_in: int) -> tuple[object, list[int]]:
+        """(plan, bases) of the piece of a nest from outer iteration ``o0`` (``n_out`` of
+        them) and inner iteration ``i0`` (``n_in``)."""
+        first = [lo + o0 * fo + i0 * fi for lo, fo, fi in zip(low, f_out, f_in, strict=True)]
+        if kind == "ALU_SRC":  # dst and src both index ACC: one base keeps their distance
+            bases = [min(first)] * 2
+            offsets = (first[0] - bases[0], first[1] - bases[1])
+        else:
+            bases, offsets = first, None
+        loops = ((n_out, *f_out), (n_in, *f_in))
+        return self._plan(kind, loops, shape, offsets, rel), bases
 
     def _plan(self, kind: str, loops, shape: bytes, offsets: tuple[int, int] | None,
               rel: np.ndarray):
@@ -757,16 +765,28 @@ class _Stream:
         self.decoding = decoding
         self.blocks: dict[int, list[tuple[list[int], _Links]]] = {}
 
-    def get(self, index: int) -> tuple[list[int], _Links]:
-        """Instruction ``index``, decoded, and what its engine does with its flags."""
-        block = self.blocks.get(index // _BLOCK)
+    def block(self, number: int) -> list[tuple[list[int], _Links]]:
+        """Block ``number`` decoded: each instruction and what its engine does with its
+        flags."""
+        block = self.blocks.get(number)
         if block is None:
             if len(self.blocks) >= _BLOCKS_KEPT:
                 self.blocks.clear()
-            rows = slice(index // _BLOCK * _BLOCK, (index // _BLOCK + 1) * _BLOCK)
-            block = self.blocks[index // _BLOCK] = _decode_block(
-                self.words[rows], self.codes[rows], self.decoding)
-        return block[index % _BLOCK]
+            rows = slice(number * _BLOCK, (number + 1) * _BLOCK)
+            block = self.blocks[number] = _decode_block(self.words[rows], self.codes[rows],
+                                                        self.decoding)
+        return block
+
+    def queue(self, indices: np.ndarray) -> Iterator[tuple[int, list[int], _Links]]:
+        """The instructions at ``indices`` (ascending), in order: (index, decoded
+        instruction, links)."""
+        number, block = -1, []
+        for start in range(0, indices.size, _BLOCK):  # Python ints a block at a time
+            for index in indices[start:start + _BLOCK].tolist():
+                if index // _BLOCK != number:
+                    number = index // _BLOCK
+                    block = self.block(number)
+                yield (index, *block[index - number * _BLOCK])
 
 
 class _Decoding(NamedTuple):
@@ -885,12 +905,6 @@ def _forbidden_flag(engine: str, index: int, flag: str) -> ExecutionError:
         f"instruction {index} ({engine}): {flag} is set, but the {engine} engine has no "
         f"{'previous' if 'prev' in flag else 'next'} stage", module=engine, index=index,
         field=flag)
-
-
-def _indices(queue: np.ndarray) -> Iterator[int]:
-    """The stream indices in ``queue`` as Python ints, converted a block at a time."""
-    for start in range(0, queue.size, _BLOCK):
-        yield from queue[start:start + _BLOCK].tolist()
 
 
 def _split(n_uops: int, iter_out: int, iter_in: int) -> Iterator[tuple[int, int, int, int]]:
@@ -1148,8 +1162,10 @@ class _GemmPlan:
         x_mat = x.astype(ftype, order="C").reshape(nx * b, k)
         w_mats = sp.wgt_float.get((self, bases[2]))
         if w_mats is None:
-            w = _take(sp.wgt[bases[2]:], self.w_rows).reshape(nw, red, bo, bi).transpose(0, 1, 3, 2)
-            w_mats = w.astype(ftype, order="C").reshape(nw, k, bo)
+            # converted first, then transposed: a float copy is cheaper than a converting one
+            w = _take(sp.wgt[bases[2]:], self.w_rows).astype(ftype)
+            w_mats = np.ascontiguousarray(
+                w.reshape(nw, red, bo, bi).transpose(0, 1, 3, 2)).reshape(nw, k, bo)
             if w_mats.nbytes <= _WGT_FLOAT_BYTES:
                 if sum(m.nbytes for m in sp.wgt_float.values()) + w_mats.nbytes > _WGT_FLOAT_BYTES:
                     sp.wgt_float.clear()
