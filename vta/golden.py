@@ -268,6 +268,9 @@ class GoldenModel:
         self._plans: dict = {}
         self.bus_error: tuple[int, int] | None = None
         self._nests: dict = {}  # whole one-piece nests: loop fields + micro-ops -> pieces
+        #: (kind, micro-ops) -> the first nest of that size met: its micro-op words, the
+        #: fields' lowest and highest values, relative fields and their bytes
+        self._nest_refs: dict = {}
         self._decoding = _decoding_tables(cfg)
         #: opcode -> executor(engine, index, insn, deadline), which returns the counter the
         #: instruction adds to once it retires and how much (or None)
@@ -686,11 +689,20 @@ class GoldenModel:
             low = high = [(word >> lo) & mask for lo, mask in lo_mask]
             rel, shape = one, one_bytes
         else:
-            fields = (raw >> shifts) & masks  # (fields used, n_uops)
-            lows = np.minimum.reduce(fields, axis=1)
-            rel = fields - lows[:, None]  # (never negative)
-            shape = rel.tobytes()
-            low, high = lows.tolist(), np.maximum.reduce(fields, axis=1).tolist()
+            ref = self._nest_refs.get((kind, raw.size))
+            shift = _field_shift(raw, ref[0], lo_mask, ref[2]) if ref is not None else None
+            if shift is not None:  # a shifted copy of the reference nest
+                rel, shape = ref[3], ref[4]
+                low = [lo + d for lo, d in zip(ref[1], shift, strict=True)]
+                high = [hi + d for hi, d in zip(ref[2], shift, strict=True)]
+            else:
+                fields = (raw >> shifts) & masks  # (fields used, n_uops)
+                lows = np.minimum.reduce(fields, axis=1)
+                rel = fields - lows[:, None]  # (never negative)
+                shape = rel.tobytes()
+                low, high = lows.tolist(), np.maximum.reduce(fields, axis=1).tolist()
+                if ref is None:
+                    self._nest_refs[kind, raw.size] = (raw.copy(), low, high, rel, shape)
         f_out = [factors[0][f] for f in used]
         f_in = [factors[1][f] for f in used]
         for k, f in enumerate(used):
@@ -735,6 +747,7 @@ class GoldenModel:
             if self._plan_uops + count > PLAN_CACHE_UOPS or len(self._plans) >= 4096:
                 self._plans.clear()
                 self._nests.clear()
+                self._nest_refs.clear()
                 self._plan_uops = 0
             self._plans[key] = plan
             self._plan_uops += count
@@ -905,6 +918,31 @@ def _forbidden_flag(engine: str, index: int, flag: str) -> ExecutionError:
         f"instruction {index} ({engine}): {flag} is set, but the {engine} engine has no "
         f"{'previous' if 'prev' in flag else 'next'} stage", module=engine, index=index,
         field=flag)
+
+
+def _field_shift(raw: np.ndarray, ref: np.ndarray, lo_mask, ref_high: list[int]
+                 ) -> list[int] | None:
+    """How much each micro-op field of ``raw`` exceeds the same field of ``ref``, if ``raw``
+    is ``ref`` with every field shifted by a constant (the same nest at another buffer
+    half, tile or channel chunk); else None.
+
+    ``raw - ref`` is then one word ``d`` made of the shifts, each small enough that no field
+    of ``ref`` (at most ``ref_high``) carries into the next: field by field, every word of
+    ``raw`` is the word of ``ref`` plus its shift.  Bits outside the fields must agree.
+    """
+    delta = raw - ref  # uint32, modulo 2**32
+    first = delta[0]
+    if not (delta == first).all():
+        return None
+    d = int(first)
+    shift, total = [], 0
+    for hi, (lo, mask) in zip(ref_high, lo_mask, strict=True):
+        s = (d >> lo) & mask
+        if hi + s > mask:
+            return None  # the field would carry into the next
+        shift.append(s)
+        total |= s << lo
+    return shift if total == d else None
 
 
 def _split(n_uops: int, iter_out: int, iter_in: int) -> Iterator[tuple[int, int, int, int]]:
