@@ -157,14 +157,17 @@ class Scratchpads:
     by (plan, WGT base); it is only valid while WGT is unchanged, and the model
     empties it whenever WGT may have changed (a LOAD of WGT, the start of a run).
 
-    ``pending`` holds ALU results not written yet: ``(rows, ops)``, a slice of
+    ``pending`` holds results not written yet: ``(rows, ops)``, a slice of
     ACC/OUT entries and the ALU operations ``(ufunc, immediate)`` retired on
     exactly those entries, in order, with nothing else reading or writing them
     since (see :meth:`defer`; a MAX followed by a MIN is kept as one
     ``(np.clip, (low, high))``, a MIN or MAX repeating the previous operation
-    is dropped).  :meth:`settle` applies them; the model settles
-    before anything else reads or writes ACC or OUT entries, and at the end of
-    every run, so that nothing but the cost can tell.
+    is dropped).  OUT is written only then too: ``ops`` is empty after a GEMM
+    that accumulated into those entries (:meth:`defer_out`), whose ACC is
+    current but whose OUT is not.  :meth:`settle` applies the operations and
+    writes OUT; the model settles before anything else reads or writes ACC or
+    OUT entries, and at the end of every run, so that nothing but the cost can
+    tell.
     """
 
     def __init__(self, cfg: Config):
@@ -207,8 +210,15 @@ class Scratchpads:
             return
         ops.append((func, imm))
 
+    def defer_out(self, rows: slice) -> None:
+        """Write ``out[rows] = acc[rows]`` when settled, together with the ALU operations
+        that follow on the same rows (after a GEMM into ``rows``, which settled anything
+        else pending before it read ACC)."""
+        self.pending = (rows, [])
+
     def settle(self) -> None:
-        """Apply the ``pending`` ALU operations (see :meth:`defer`)."""
+        """Apply the ``pending`` ALU operations and write their OUT entries (see
+        :meth:`defer`)."""
         if self.pending is None:
             return
         rows, ops = self.pending
@@ -970,11 +980,11 @@ def _offsets(loops, fields: int) -> np.ndarray:
     ``loops`` is a sequence of ``(count, factor of field 0, factor of field 1, ...)``; no
     loops at all is one iteration with offset 0.
     """
-    off = np.zeros((fields, 1), dtype=np.int64)
+    off = None
     for n, *factors in loops:
-        step = np.array(factors, dtype=np.int64)[:, None] * np.arange(n)  # (fields, n)
-        off = (off[:, :, None] + step[:, None, :]).reshape(fields, -1)
-    return off
+        step = np.multiply.outer(factors, np.arange(n, dtype=np.int64))  # (fields, n)
+        off = step if off is None else (off[:, :, None] + step[:, None, :]).reshape(fields, -1)
+    return np.zeros((fields, 1), dtype=np.int64) if off is None else off
 
 
 def _expand(base: np.ndarray, loops, col: int) -> np.ndarray:
@@ -1189,7 +1199,10 @@ class _GemmPlan:
         return x_keys, w_keys
 
     def execute(self, sp: Scratchpads, bases, insn: list[int]) -> None:
-        sp.settle()
+        dst = _shifted(self.dst, bases[0])
+        pending = sp.pending
+        if pending is not None and (pending[1] or not isinstance(dst, slice) or pending[0] != dst):
+            sp.settle()  # ACC first, unless only the OUT of these entries is pending
         b, bi = sp.inp.shape[1:]
         bo = sp.wgt.shape[1]
         k, ftype, nx, nw, red = self.k, self.ftype, self.nx, self.nw, self.reductions
@@ -1225,13 +1238,13 @@ class _GemmPlan:
             if self.sum_starts is not None:
                 whole = np.add.reduceat(whole, self.sum_starts, axis=0)
             sums = _wrap32(whole)
-        dst = _shifted(self.dst, bases[0])
         acc = sp.acc2[dst]
         if isinstance(dst, slice):
             acc += sums  # in place; int32 + int32 wraps like the hardware
+            sp.defer_out(dst)  # OUT when settled: usually after the tile's epilogue
         else:
             acc = sp.acc2[dst] = acc + sums
-        sp.out2[dst] = acc
+            sp.out2[dst] = acc
 
 
 _PLAN_CLASSES = {"GEMM": _GemmPlan, "RESET": _ResetPlan, "ALU": _AluPlan, "ALU_SRC": _AluPlan}
