@@ -48,10 +48,11 @@ dask = pytest.importorskip("dask.distributed")
 class MaxImmOffByOne(GoldenModel):
     """A plausible model bug: ALU MAX with an immediate uses imm + 1."""
 
-    def _alu(self, *args):
-        args = [a.replace(imm=a.imm + 1) if isinstance(a, AluInsn) and a.use_imm
-                and a.alu_opcode == AluOp.MAX else a for a in args]
-        return super()._alu(*args)
+    def _alu(self, engine, index, insn, deadline):
+        alu_opcode, use_imm, imm = insn[14:]  # the model's decoded AluInsn: its fields in order
+        if use_imm and alu_opcode == AluOp.MAX:
+            insn = [*insn[:16], imm + 1]
+        return super()._alu(engine, index, insn, deadline)
 
 
 class Killer(GoldenModel):
