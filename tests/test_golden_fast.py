@@ -1,14 +1,16 @@
 """The golden model's fast paths give exactly what its general paths give.
 
-Three fast paths: a LOAD or STORE without padding whose rows do not overlap and lie inside
+Four fast paths: a LOAD or STORE without padding whose rows do not overlap and lie inside
 memory with their whole strides (and no bus-error window) is one slice assignment
 (``GoldenModel._plain_rows``); an ALU operation with an immediate over one slice of distinct
 ACC entries is deferred and applied together with the next ones on the same entries
 (``Scratchpads.defer``); a GEMM into one slice of ACC entries writes their OUT entries only
-when they are settled (``Scratchpads.defer_out``).  Every test runs the same programs on a
-model as it is and on one with the fast paths turned off -- every LOAD/STORE through the
-general path, every ALU operation applied and every GEMM's OUT written when it retires -- and
-requires the same memory, scratchpads, counters, tokens, trace and fault.  The general paths
+when they are settled (``Scratchpads.defer_out``); a reset of one slice waits, and a GEMM
+into exactly that slice then writes its sums (``Scratchpads.defer_reset``).  Every test runs
+the same programs on a model as it is and on one with the fast paths turned off -- every
+LOAD/STORE through the general path, every ALU operation and reset applied and every GEMM's
+OUT written when it retires -- and requires the same memory, scratchpads, counters, tokens,
+trace and fault.  The general paths
 are what the rest of the golden tests check against NumPy formulas.
 """
 
@@ -35,15 +37,20 @@ def general(model: GoldenModel) -> GoldenModel:
     sp = model.sp
 
     def apply_now(rows, func, imm):
-        sp.pending = (rows, [(func, imm)])
+        sp.pending = (rows, [(func, imm)], True)
         sp.settle()
 
     def write_out_now(rows):
         sp.settle()
         sp.out2[rows] = sp.acc2[rows]
 
+    def reset_now(rows):
+        sp.settle()
+        sp.acc2[rows] = 0
+
     sp.defer = apply_now
     sp.defer_out = write_out_now
+    sp.defer_reset = reset_now
     return model
 
 
@@ -285,11 +292,13 @@ def test_deferred_chain_against_numpy():
 
 
 @pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["tiny", "tiny-batch2"])
-def test_gemm_out_deferred_against_numpy(cfg):
-    """GEMMs into one slice of ACC leave its OUT to be written when settled: GEMMs and ALU
-    operations alternate on the same entries (each GEMM must see the operations before it
-    applied), a STORE reads them, a reset clears ACC but not OUT; against NumPy op by op,
-    and the same on the model with its fast paths off."""
+def test_gemm_out_and_reset_deferred_against_numpy(cfg):
+    """GEMMs into one slice of ACC leave its OUT to be written when settled, a reset of it
+    waits for the GEMM that follows (which writes its sums instead of adding them): resets,
+    GEMMs and ALU operations alternate on the same entries (each must see the ones before
+    it applied), STOREs read them, a reset clears ACC but not OUT, an ALU operation after a
+    reset writes OUT; against NumPy op by op, and the same on the model with its fast paths
+    off."""
     rng = np.random.default_rng(8)
     b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     r0, n = 5, 4  # ACC entries r0..r0+n-1
@@ -303,40 +312,52 @@ def test_gemm_out_deferred_against_numpy(cfg):
     reset = GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=n, uop_end=n + 1, iter_out=1,
                      iter_in=n, dst_factor_in=1)
 
-    def alu(op, imm):
+    def alu(op, imm, **flags):
         return AluInsn(opcode=Opcode.ALU, alu_opcode=int(op), uop_bgn=n, uop_end=n + 1,
-                       iter_out=1, iter_in=n, dst_factor_in=1, use_imm=1, imm=imm)
+                       iter_out=1, iter_in=n, dst_factor_in=1, use_imm=1, imm=imm, **flags)
 
-    store = MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=r0,
-                    dram_base=out_dram // (b * bo), y_size=1, x_size=n, x_stride=n)
-    # tokens: the GEMMs wait for the loads, the STORE for the third GEMM, the fourth for it
+    def store(at, **flags):
+        return MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=r0,
+                       dram_base=(out_dram + at) // (b * bo), y_size=1, x_size=n, x_stride=n,
+                       **flags)
+
+    # tokens: the computation waits for the loads, each STORE for the instruction before it,
+    # the computation after it for the STORE
+    sync = dict(pop_prev_dep=1, push_prev_dep=1)
     insns = [MemInsn(memory_type=MemId.UOP, dram_base=uop_dram // 4, x_size=n + 1, **load),
              MemInsn(memory_type=MemId.INP, dram_base=inp_dram // (b * bi), x_size=n, **load),
              MemInsn(memory_type=MemId.WGT, dram_base=wgt_dram // (bo * bi), x_size=2,
                      push_next_dep=1, **load),
-             reset.replace(pop_prev_dep=1), gemm, alu(AluOp.SHR, 3), gemm, alu(AluOp.ADD, -9),
-             alu(AluOp.MAX, -40), alu(AluOp.MIN, 90), gemm.replace(push_next_dep=1),
-             store.replace(pop_prev_dep=1, push_prev_dep=1), gemm.replace(pop_next_dep=1),
+             reset.replace(pop_prev_dep=1), alu(AluOp.ADD, 11, push_next_dep=1),
+             store(0, **sync), reset.replace(pop_next_dep=1), gemm, alu(AluOp.SHR, 3), gemm,
+             alu(AluOp.ADD, -9), alu(AluOp.MAX, -12000), alu(AluOp.MIN, 12000),
+             gemm.replace(push_next_dep=1), store(256, **sync), gemm.replace(pop_next_dep=1),
              reset, FINISH]
-    # NumPy, op by op: what ACC and OUT hold when the STORE reads OUT, and at the end
+    # NumPy, op by op: what ACC and OUT hold when the STOREs read OUT, and at the end
     product = np.einsum("nbi,noi->nbo", inp.astype(np.int64),
                         wgt[np.arange(n) % 2].astype(np.int64)).astype(np.int32)
     acc = np.zeros((n, b, bo), dtype=np.int32)
-    for step in [("gemm",), (np.right_shift, 3), ("gemm",), (np.add, -9), (np.maximum, -40),
-                 (np.minimum, 90), ("gemm",)]:
+    for step in [("gemm",), (np.right_shift, 3), ("gemm",), (np.add, -9), (np.maximum, -12000),
+                 (np.minimum, 12000), ("gemm",)]:
         acc = acc + product if step[0] == "gemm" else step[0](acc, np.int32(step[1]))
     stored = acc.astype(np.int8)
     out_end = (acc + product).astype(np.int8)  # the last GEMM's OUT; the reset leaves it
+    start = rng.integers(-1000, 1000, (cfg.ACC_BUFF_DEPTH, b, bo))  # what the resets clear
     outcomes = []
     for model in both(cfg, 1 << 16):
         for addr, data in ((uop_dram, uop_bytes), (inp_dram, inp.tobytes()),
                            (wgt_dram, wgt.tobytes()), (insn_dram, encode_stream(insns, cfg))):
             model.mem[addr:addr + len(data)] = np.frombuffer(data, np.uint8)
+        model.sp.acc[...] = start
         outcomes.append(run(model, insn_dram, len(insns)))
         assert outcomes[-1]["fault"] is None
+        np.testing.assert_array_equal(model.mem[out_dram:out_dram + stored.size], 11)
         np.testing.assert_array_equal(
-            model.mem[out_dram:out_dram + stored.size].view(np.int8), stored.reshape(-1))
+            model.mem[out_dram + 256:out_dram + 256 + stored.size].view(np.int8),
+            stored.reshape(-1))
         np.testing.assert_array_equal(model.sp.out[r0:r0 + n], out_end)
         assert not model.sp.acc[r0:r0 + n].any()
-    assert_same(*outcomes, "gemm out deferred")
+    assert_same(*outcomes, "gemm out and reset deferred")
+    clipped = (acc - product <= -12000) | (acc - product >= 12000)
+    assert clipped.any() and not clipped.all()  # the clip matters, but keeps most apart
     assert len(np.unique(stored)) > stored.size // 2  # apart: a lost step would show

@@ -92,6 +92,8 @@ PLAN_CACHE_UOPS = 1 << 21
 _WGT_FLOAT_BYTES = 4 << 20
 #: ALU operations on the same entries that may wait to be applied together.
 _DEFERRED_OPS = 16
+#: A reset waiting in ``Scratchpads.pending``: ACC entries multiplied by 0.
+_RESET = (np.multiply, np.int32(0))
 
 
 def dispatch_engine(insn: Insn) -> str:
@@ -157,17 +159,18 @@ class Scratchpads:
     by (plan, WGT base); it is only valid while WGT is unchanged, and the model
     empties it whenever WGT may have changed (a LOAD of WGT, the start of a run).
 
-    ``pending`` holds results not written yet: ``(rows, ops)``, a slice of
-    ACC/OUT entries and the ALU operations ``(ufunc, immediate)`` retired on
+    ``pending`` holds results not written yet: ``(rows, ops, out)``, a slice of
+    ACC/OUT entries, the ALU operations ``(ufunc, immediate)`` retired on
     exactly those entries, in order, with nothing else reading or writing them
     since (see :meth:`defer`; a MAX followed by a MIN is kept as one
     ``(np.clip, (low, high))``, a MIN or MAX repeating the previous operation
-    is dropped).  OUT is written only then too: ``ops`` is empty after a GEMM
-    that accumulated into those entries (:meth:`defer_out`), whose ACC is
-    current but whose OUT is not.  :meth:`settle` applies the operations and
-    writes OUT; the model settles before anything else reads or writes ACC or
-    OUT entries, and at the end of every run, so that nothing but the cost can
-    tell.
+    is dropped), and whether OUT is to be written from them.  ``ops`` is empty
+    after a GEMM that accumulated into those entries (:meth:`defer_out`: their
+    ACC is current, their OUT is not), and a reset of the entries is the
+    operation ``_RESET`` (multiply by 0) without OUT (:meth:`defer_reset`).
+    :meth:`settle` applies the operations and writes OUT; the model settles
+    before anything else reads or writes ACC or OUT entries, and at the end of
+    every run, so that nothing but the cost can tell.
     """
 
     def __init__(self, cfg: Config):
@@ -186,7 +189,7 @@ class Scratchpads:
         self.acc2 = self.acc.reshape(cfg.ACC_BUFF_DEPTH, b * bo)
         self.out2 = self.out.reshape(cfg.OUT_BUFF_DEPTH, b * bo)
         self.wgt_float: dict[tuple[object, int], np.ndarray] = {}
-        self.pending: tuple[slice, list[tuple[Callable, object]]] | None = None
+        self.pending: tuple[slice, list[tuple[Callable, object]], bool] | None = None
 
     def defer(self, rows: slice, func: np.ufunc, imm: np.int32) -> None:
         """Retire the ALU operation ``acc[rows] = func(acc[rows], imm)``, ``out[rows] =
@@ -200,7 +203,9 @@ class Scratchpads:
                                          or len(self.pending[1]) >= _DEFERRED_OPS):
             self.settle()
         if self.pending is None:
-            self.pending = (rows, [])
+            self.pending = (rows, [], True)
+        elif not self.pending[2]:  # after a reset: the operation writes OUT
+            self.pending = (rows, self.pending[1], True)
         ops = self.pending[1]
         last = ops[-1] if ops else None
         if (func, imm) == last and func in (np.minimum, np.maximum):
@@ -214,22 +219,30 @@ class Scratchpads:
         """Write ``out[rows] = acc[rows]`` when settled, together with the ALU operations
         that follow on the same rows (after a GEMM into ``rows``, which settled anything
         else pending before it read ACC)."""
-        self.pending = (rows, [])
+        self.pending = (rows, [], True)
+
+    def defer_reset(self, rows: slice) -> None:
+        """Reset ``acc[rows]`` to 0 (OUT untouched) when settled, or for nothing when a GEMM
+        into exactly ``rows`` comes next (it writes its sums instead of adding them)."""
+        self.settle()
+        self.pending = (rows, [_RESET], False)
 
     def settle(self) -> None:
         """Apply the ``pending`` ALU operations and write their OUT entries (see
         :meth:`defer`)."""
         if self.pending is None:
             return
-        rows, ops = self.pending
+        rows, ops, out = self.pending
         self.pending = None
         acc = self.acc2[rows]
         for func, imm in ops:
-            if func is np.clip:
-                np.clip(acc, *imm, out=acc)  # = minimum(maximum(acc, lo), hi), also if lo > hi
+            if func is np.clip:  # = minimum(maximum(acc, lo), hi), also if lo > hi
+                np.maximum(acc, imm[0], out=acc)
+                np.minimum(acc, imm[1], out=acc)
             else:
                 func(acc, imm, out=acc)  # int32 arithmetic wraps modulo 2**32, as the hardware
-        self.out2[rows] = acc
+        if out:
+            self.out2[rows] = acc
 
     def buffers(self) -> dict[str, np.ndarray]:
         """The five buffers by name."""
@@ -1044,8 +1057,12 @@ class _ResetPlan:
         self.dst = dst if isinstance(dst, slice) else _index(_index_set(dst)[0], True)
 
     def execute(self, sp: Scratchpads, bases, insn: list[int]) -> None:
-        sp.settle()
-        sp.acc2[_shifted(self.dst, bases[0])] = 0
+        dst = _shifted(self.dst, bases[0])
+        if isinstance(dst, slice):
+            sp.defer_reset(dst)  # usually: the GEMM that follows writes instead of adding
+        else:
+            sp.settle()
+            sp.acc2[dst] = 0
 
 
 class _AluPlan:
@@ -1200,9 +1217,13 @@ class _GemmPlan:
 
     def execute(self, sp: Scratchpads, bases, insn: list[int]) -> None:
         dst = _shifted(self.dst, bases[0])
-        pending = sp.pending
-        if pending is not None and (pending[1] or not isinstance(dst, slice) or pending[0] != dst):
-            sp.settle()  # ACC first, unless only the OUT of these entries is pending
+        # ACC first, unless only the OUT of exactly these entries or their reset is pending
+        pending, reset = sp.pending, False
+        if pending is not None:
+            if isinstance(dst, slice) and pending[0] == dst and pending[1] in ([], [_RESET]):
+                reset = bool(pending[1])  # then the sums are the new values
+            else:
+                sp.settle()
         b, bi = sp.inp.shape[1:]
         bo = sp.wgt.shape[1]
         k, ftype, nx, nw, red = self.k, self.ftype, self.nx, self.nw, self.reductions
@@ -1240,7 +1261,10 @@ class _GemmPlan:
             sums = _wrap32(whole)
         acc = sp.acc2[dst]
         if isinstance(dst, slice):
-            acc += sums  # in place; int32 + int32 wraps like the hardware
+            if reset:
+                acc[...] = sums
+            else:
+                acc += sums  # in place; int32 + int32 wraps like the hardware
             sp.defer_out(dst)  # OUT when settled: usually after the tile's epilogue
         else:
             acc = sp.acc2[dst] = acc + sums
