@@ -831,8 +831,9 @@ class _Decoding(NamedTuple):
     key_mask: np.uint64  # the low bits holding the opcode, the flags and the memory type
     codes: np.ndarray  # (2**key bits,) links code of each key, -1 for an undefined opcode
     formats: np.ndarray  # (8,) format number of each opcode (its class's), -1 if undefined
-    #: per format: each field's 64-bit half, shift, mask and sign bit (0: unsigned)
-    places: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    #: per format: each field's 64-bit half, shift, mask and sign bit (0: unsigned; None: no
+    #: signed field)
+    places: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
 
 
 #: The classes defined opcodes decode to, in format-number order.
@@ -870,10 +871,11 @@ def _decoding_tables(cfg: Config) -> _Decoding:
     for cls in _CLASSES:
         placed = {f.name: f for f in layout(cls.FORMAT, cfg)}
         order = [placed[name] for name in _field_names(cls)]
-        places.append(tuple(np.array(column, dtype=dtype) for column, dtype in zip(
+        half, shift, mask, sign = (np.array(column, dtype=dtype) for column, dtype in zip(
             zip(*[(f.lo // 64, f.lo % 64, (1 << f.width) - 1,
                    1 << (f.width - 1) if f.signed else 0) for f in order], strict=True),
-            (np.intp, np.uint64, np.uint64, np.uint64), strict=True)))
+            (np.intp, np.uint64, np.uint64, np.uint64), strict=True))
+        places.append((half, shift, mask, sign if sign.any() else None))
     formats = np.array([_CLASSES.index(insn_class(op)) if op in DEFINED_OPCODES else -1
                         for op in range(8)], dtype=np.intp)
     placed = {f.name: f for f in layout("mem", cfg)}  # generic fields plus the memory type
@@ -905,9 +907,10 @@ def _decode_block(words: np.ndarray, codes: np.ndarray,
     for number, (half, shift, mask, sign) in enumerate(decoding.places):
         rows = np.flatnonzero(formats == number)
         if rows.size:
-            values = (words[rows][:, half] >> shift) & mask
-            values = (values ^ sign) - sign  # signed fields: two's complement (modulo 2**64)
-            for row, insn in zip(rows.tolist(), values.view(np.int64).tolist(), strict=True):
+            values = (words[rows[:, None], half] >> shift) & mask
+            if sign is not None:  # signed fields: two's complement (modulo 2**64)
+                values = ((values ^ sign) - sign).view(np.int64)
+            for row, insn in zip(rows.tolist(), values.tolist(), strict=True):
                 insns[row] = insn
     return list(zip(insns, map(_LINKS_BY_CODE.__getitem__, codes.tolist()), strict=True))
 
