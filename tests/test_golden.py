@@ -654,7 +654,7 @@ def test_block_decoding_equals_decode_word(cfg):
         assert links.forbidden == next(
             (f for f in flags if f in golden.FORBIDDEN_FLAGS[engine]), None)
     for engine, indices in queues.items():
-        assert indices.tolist() == [i for i, e in enumerate(engines) if e == engine]
+        assert indices == [i for i, e in enumerate(engines) if e == engine]
     assert any(fields[-1] < 0 for fields, _ in block if fields[0] == Opcode.ALU)  # imm
 
 

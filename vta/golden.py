@@ -410,7 +410,7 @@ class GoldenModel:
         return counters
 
     def fetch(self, insn_addr: int, insn_count: int
-              ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+              ) -> tuple[np.ndarray, list[int], dict[str, list[int]]]:
         """Read the instruction stream and dispatch it (the fetch engine).
 
         Returns the stream as (insn_count, 2) little-endian 64-bit words (a
@@ -432,17 +432,16 @@ class GoldenModel:
         self._bus_check("fetch", None, [(insn_addr, end)], "instructions")
         words = self.mem[insn_addr:end].copy().view(_WORD).reshape(insn_count, 2)
         # links code (engine << 4 | flag bits) of each instruction; -1: undefined opcode
-        codes = self._decoding.codes[(words[:, 0] & self._decoding.key_mask).astype(np.intp)]
-        if insn_count and codes.min() < 0:
-            index = int(np.flatnonzero(codes < 0)[0])
-            raise ExecutionError(
-                f"instruction {index} (fetch): undefined opcode {int(words[index, 0]) & 0x7}",
-                module="fetch", index=index, field="opcode")
-        engines = codes >> 4
-        by_engine = np.argsort(engines, kind="stable")  # stream order within each engine
-        ends = np.bincount(engines, minlength=len(ENGINES)).cumsum().tolist()
-        return words, codes, {name: by_engine[start:end] for name, start, end in zip(
-            ENGINES, [0, *ends], ends, strict=False)}
+        codes = self._decoding.codes[
+            (words[:, 0] & self._decoding.key_mask).astype(np.intp)].tolist()
+        queues: tuple[list[int], ...] = ([], [], [])  # by engine number
+        for index, code in enumerate(codes):  # (plain Python: fewer NumPy kernels to warm up)
+            if code < 0:
+                raise ExecutionError(
+                    f"instruction {index} (fetch): undefined opcode {int(words[index, 0]) & 0x7}",
+                    module="fetch", index=index, field="opcode")
+            queues[code >> 4].append(index)
+        return words, codes, dict(zip(ENGINES, queues, strict=True))
 
     # -------------------------------------------------------------- tokens
     def _push(self, engine: str, index: int, links: _Links) -> None:
@@ -795,7 +794,7 @@ class _Stream:
     bounded memory.
     """
 
-    def __init__(self, words: np.ndarray, codes: np.ndarray, decoding: _Decoding):
+    def __init__(self, words: np.ndarray, codes: list[int], decoding: _Decoding):
         self.words = words
         self.codes = codes
         self.decoding = decoding
@@ -813,16 +812,15 @@ class _Stream:
                                                         self.decoding)
         return block
 
-    def queue(self, indices: np.ndarray) -> Iterator[tuple[int, list[int], _Links]]:
+    def queue(self, indices: list[int]) -> Iterator[tuple[int, list[int], _Links]]:
         """The instructions at ``indices`` (ascending), in order: (index, decoded
         instruction, links)."""
         number, block = -1, []
-        for start in range(0, indices.size, _BLOCK):  # Python ints a block at a time
-            for index in indices[start:start + _BLOCK].tolist():
-                if index // _BLOCK != number:
-                    number = index // _BLOCK
-                    block = self.block(number)
-                yield (index, *block[index - number * _BLOCK])
+        for index in indices:
+            if index // _BLOCK != number:
+                number = index // _BLOCK
+                block = self.block(number)
+            yield (index, *block[index - number * _BLOCK])
 
 
 class _Decoding(NamedTuple):
@@ -893,7 +891,7 @@ def _decoding_tables(cfg: Config) -> _Decoding:
     return _Decoding(np.uint64((1 << key_bits) - 1), codes, formats, places)
 
 
-def _decode_block(words: np.ndarray, codes: np.ndarray,
+def _decode_block(words: np.ndarray, codes: list[int],
                   decoding: _Decoding) -> list[tuple[list[int], _Links]]:
     """Decode (n, 2) instruction words of defined opcodes with links codes ``codes`` (from
     the fetch): each instruction and what its engine does with its flags.
@@ -905,14 +903,14 @@ def _decode_block(words: np.ndarray, codes: np.ndarray,
     insns: list = [None] * len(words)
     formats = decoding.formats[(words[:, 0] & 0x7).astype(np.intp)]
     for number, (half, shift, mask, sign) in enumerate(decoding.places):
-        rows = np.flatnonzero(formats == number)
+        rows = (formats == number).nonzero()[0]
         if rows.size:
             values = (words[rows[:, None], half] >> shift) & mask
             if sign is not None:  # signed fields: two's complement (modulo 2**64)
                 values = ((values ^ sign) - sign).view(np.int64)
             for row, insn in zip(rows.tolist(), values.tolist(), strict=True):
                 insns[row] = insn
-    return list(zip(insns, map(_LINKS_BY_CODE.__getitem__, codes.tolist()), strict=True))
+    return list(zip(insns, map(_LINKS_BY_CODE.__getitem__, codes), strict=True))
 
 
 @dataclass(frozen=True)
