@@ -691,13 +691,11 @@ class GoldenModel:
         pieces = self._nests.get(key)
         if pieces is None:
             pieces = self._pieces(index, kind, raw, iter_out, iter_in, factors)
-            if iter_out * iter_in * n_uops <= CHUNK_UOPS:  # one piece
-                self._nests[key] = pieces
+            if iter_out * iter_in * n_uops <= CHUNK_UOPS:  # one piece (the run checked the
+                self._nests[key] = pieces                  # deadline before the instruction)
+            elif deadline is not None:  # several: the deadline is checked before each
+                pieces = _until(deadline, index, pieces)
         for plan, bases in pieces:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise RunTimeoutError(f"instruction {index} (compute): the run passed its "
-                                      "deadline inside its loop nest", module="compute",
-                                      index=index)
             plan.execute(self.sp, bases, insn)
         return n_uops * iter_out * iter_in
 
@@ -967,6 +965,16 @@ def _field_shift(raw: np.ndarray, ref: np.ndarray, lo_mask, ref_high: list[int]
         shift.append(s)
         total |= s << lo
     return shift if total == d else None
+
+
+def _until(deadline: float, index: int, pieces: Iterable) -> Iterator:
+    """The pieces of nest ``index``; :class:`RunTimeoutError` before one once the clock passes
+    ``deadline``."""
+    for piece in pieces:
+        if time.monotonic() >= deadline:
+            raise RunTimeoutError(f"instruction {index} (compute): the run passed its deadline "
+                                  "inside its loop nest", module="compute", index=index)
+        yield piece
 
 
 def _split(n_uops: int, iter_out: int, iter_in: int) -> Iterator[tuple[int, int, int, int]]:
