@@ -1,16 +1,18 @@
 """The golden model's fast paths give exactly what its general paths give.
 
-Four fast paths: a LOAD or STORE without padding whose rows do not overlap and lie inside
+Five fast paths: a LOAD or STORE without padding whose rows do not overlap and lie inside
 memory with their whole strides (and no bus-error window) is one slice assignment
 (``GoldenModel._plain_rows``); an ALU operation with an immediate over one slice of distinct
 ACC entries is deferred and applied together with the next ones on the same entries
 (``Scratchpads.defer``); a GEMM into one slice of ACC entries writes their OUT entries only
 when they are settled (``Scratchpads.defer_out``); a reset of one slice waits, and a GEMM
-into exactly that slice then writes its sums (``Scratchpads.defer_reset``).  Every test runs
-the same programs on a model as it is and on one with the fast paths turned off -- every
-LOAD/STORE through the general path, every ALU operation and reset applied and every GEMM's
-OUT written when it retires -- and requires the same memory, scratchpads, counters, tokens,
-trace and fault.  The general paths
+into exactly that slice then writes its sums (``Scratchpads.defer_reset``); a nest whose
+micro-ops are those of an earlier nest with every field shifted is not decoded again
+(``_field_shift``).  Every test runs the same programs on a model as it is and on one with
+the fast paths turned off -- every LOAD/STORE through the general path, every ALU operation
+and reset applied and every GEMM's OUT written when it retires, every nest's fields
+extracted -- and requires the same memory, scratchpads, counters, tokens, trace and
+fault.  The general paths
 are what the rest of the golden tests check against NumPy formulas.
 """
 
@@ -48,9 +50,14 @@ def general(model: GoldenModel) -> GoldenModel:
         sp.settle()
         sp.acc2[rows] = 0
 
+    class NoReferences(dict):  # every nest's fields extracted, none taken as a shifted copy
+        def __setitem__(self, key, value):
+            pass
+
     sp.defer = apply_now
     sp.defer_out = write_out_now
     sp.defer_reset = reset_now
+    model._nest_refs = NoReferences()
     return model
 
 
@@ -361,3 +368,39 @@ def test_gemm_out_and_reset_deferred_against_numpy(cfg):
     clipped = (acc - product <= -12000) | (acc - product >= 12000)
     assert clipped.any() and not clipped.all()  # the clip matters, but keeps most apart
     assert len(np.unique(stored)) > stored.size // 2  # apart: a lost step would show
+
+
+def test_shifted_nests_against_numpy():
+    """GEMM nests whose micro-op words differ from the first nest's by one constant: a true
+    shifted copy (every field moved) and one where that constant carries from the src field
+    into the wgt field (src 2043 and 0, wgt 0 and 1 -- not a shifted copy), on the default
+    configuration; against NumPy, and the same with every nest's fields extracted."""
+    cfg = DEFAULT
+    b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+    nests = [[Uop(0, 0, 0), Uop(1, 5, 0)],  # the reference
+             [Uop(10, 7, 3), Uop(11, 12, 3)],  # shifted: dst +10, src +7, wgt +3
+             [Uop(20, 2043, 0), Uop(21, 0, 1)]]  # words + 2043 << 11, but src wraps
+    uops = [u for nest in nests for u in nest]
+    uop_bytes = b"".join(encode_uop(u, cfg) for u in uops)
+    rng = np.random.default_rng(12)
+    inp = rng.integers(-128, 128, (cfg.INP_BUFF_DEPTH, b, bi), dtype=np.int8)
+    wgt = rng.integers(-128, 128, (cfg.WGT_BUFF_DEPTH, bo, bi), dtype=np.int8)
+    insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, dram_base=0x2000 // 4,
+                     y_size=1, x_size=len(uops), x_stride=len(uops))]
+    insns += [GemmInsn(opcode=Opcode.GEMM, uop_bgn=2 * k, uop_end=2 * k + 2, iter_out=1,
+                       iter_in=1) for k in range(len(nests))]
+    insns.append(FINISH)
+    want = np.zeros((cfg.ACC_BUFF_DEPTH, b, bo), dtype=np.int64)
+    for u in uops:
+        want[u.dst_idx] += inp[u.src_idx].astype(np.int64) @ wgt[u.wgt_idx].astype(np.int64).T
+    outcomes = []
+    for model in both(cfg, 1 << 16):
+        model.mem[0x2000:0x2000 + len(uop_bytes)] = np.frombuffer(uop_bytes, np.uint8)
+        stream = encode_stream(insns, cfg)
+        model.mem[0x1000:0x1000 + len(stream)] = np.frombuffer(stream, np.uint8)
+        model.sp.inp[...] = inp
+        model.sp.wgt[...] = wgt
+        outcomes.append(run(model, 0x1000, len(insns)))
+        np.testing.assert_array_equal(model.sp.acc, want)
+    assert_same(*outcomes, "shifted nests")
+    assert want[[0, 1, 10, 11, 20, 21]].all(axis=(1, 2)).any()  # the sums are not zero

@@ -25,6 +25,7 @@ ISA tables only.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -950,21 +951,21 @@ def _field_shift(raw: np.ndarray, ref: np.ndarray, lo_mask, ref_high: list[int]
 
     ``raw - ref`` is then one word ``d`` made of the shifts, each small enough that no field
     of ``ref`` (at most ``ref_high``) carries into the next: field by field, every word of
-    ``raw`` is the word of ``ref`` plus its shift.  Bits outside the fields must agree.
+    ``raw`` is the word of ``ref`` plus its shift.  The fields a nest uses are the lowest
+    bits of a micro-op (dst, then src, then wgt), so what ``d`` holds above them changes
+    nothing.
     """
-    delta = raw - ref  # uint32, modulo 2**32
-    first = delta[0]
-    if not (delta == first).all():
+    delta = (raw - ref).tobytes()  # uint32 words, modulo 2**32
+    if delta != delta[:4] * raw.size:  # (compared as bytes: no more NumPy calls)
         return None
-    d = int(first)
-    shift, total = [], 0
+    d = int.from_bytes(delta[:4], sys.byteorder)
+    shift = []
     for hi, (lo, mask) in zip(ref_high, lo_mask, strict=True):
         s = (d >> lo) & mask
         if hi + s > mask:
             return None  # the field would carry into the next
         shift.append(s)
-        total |= s << lo
-    return shift if total == d else None
+    return shift
 
 
 def _until(deadline: float, index: int, pieces: Iterable) -> Iterator:
