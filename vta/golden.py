@@ -192,7 +192,7 @@ class Scratchpads:
         self.wgt_float: dict[tuple[object, int], np.ndarray] = {}
         self.pending: tuple[slice, list[tuple[Callable, object]], bool] | None = None
 
-    def defer(self, rows: slice, func: np.ufunc, imm: np.int32) -> None:
+    def defer(self, rows: slice, func: np.ufunc, imm: int) -> None:
         """Retire the ALU operation ``acc[rows] = func(acc[rows], imm)``, ``out[rows] =
         acc[rows]`` later, together with the next ones on the same rows.
 
@@ -1111,7 +1111,7 @@ class _AluPlan:
         else:
             func = _ALU_FUNCS[op]
         if self.deferrable and isinstance(func, np.ufunc):
-            sp.defer(_shifted(self.segments[0][0], bases[0]), func, np.int32(imm))
+            sp.defer(_shifted(self.segments[0][0], bases[0]), func, imm)  # imm: int32 arithmetic
             return
         sp.settle()
         acc, out, base = sp.acc2, sp.out2, bases[0]
