@@ -160,13 +160,8 @@ reg [31:0]  index_reg;
 
 // ------------------------------------------------------------ fields
 wire [`VTA_MEM_OPCODE_W-1:0]  opcode    = insn_reg[`VTA_MEM_OPCODE_LO +: `VTA_MEM_OPCODE_W];
-wire        pop_prev  = insn_reg[`VTA_MEM_POP_PREV_DEP_LO];
-wire        pop_next  = insn_reg[`VTA_MEM_POP_NEXT_DEP_LO];
-wire        push_prev = insn_reg[`VTA_MEM_PUSH_PREV_DEP_LO];
-wire        push_next = insn_reg[`VTA_MEM_PUSH_NEXT_DEP_LO];
-wire [`VTA_MEM_MEMORY_TYPE_W-1:0]  mem_type  = insn_reg[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
-wire [`VTA_MEM_X_SIZE_W-1:0] x_size    = insn_reg[`VTA_MEM_X_SIZE_LO +: `VTA_MEM_X_SIZE_W];
-wire [`VTA_MEM_Y_SIZE_W-1:0] y_size    = insn_reg[`VTA_MEM_Y_SIZE_LO +: `VTA_MEM_Y_SIZE_W];
+// the LOAD/STORE fields of insn_reg, one wire each (generated from vta/isa.py)
+`include "vta_mem_fields.vh"
 
 // a field of the instruction (or of a micro-op), zero-extended to 32 bits
 function [31:0] field32;
@@ -270,15 +265,15 @@ vta_loader #(
     .rst(rst),
     .halt(halt),
     .start(ld_start),
-    .sram_base(insn_reg[`VTA_MEM_SRAM_BASE_LO +: `VTA_MEM_SRAM_BASE_W]),
-    .dram_base(insn_reg[`VTA_MEM_DRAM_BASE_LO +: `VTA_MEM_DRAM_BASE_W]),
+    .sram_base(sram_base),
+    .dram_base(dram_base),
     .y_size(y_size),
     .x_size(x_size),
-    .x_stride(insn_reg[`VTA_MEM_X_STRIDE_LO +: `VTA_MEM_X_STRIDE_W]),
-    .y_pad_0(insn_reg[`VTA_MEM_Y_PAD_0_LO +: `VTA_MEM_Y_PAD_0_W]),
-    .y_pad_1(insn_reg[`VTA_MEM_Y_PAD_1_LO +: `VTA_MEM_Y_PAD_1_W]),
-    .x_pad_0(insn_reg[`VTA_MEM_X_PAD_0_LO +: `VTA_MEM_X_PAD_0_W]),
-    .x_pad_1(insn_reg[`VTA_MEM_X_PAD_1_LO +: `VTA_MEM_X_PAD_1_W]),
+    .x_stride(x_stride),
+    .y_pad_0(y_pad_0),
+    .y_pad_1(y_pad_1),
+    .x_pad_0(x_pad_0),
+    .x_pad_1(x_pad_1),
     .log_elem_bytes(mt_uop ? LOG_UOP_BYTES[3:0] : mt_acc ? LOG_ACC_BYTES[3:0] : LOG_ACC8_BYTES[3:0]),
     .log_depth(mt_uop ? LOG_UOP_DEPTH[4:0] : LOG_ACC_DEPTH[4:0]),
     .busy(ld_busy),

@@ -98,20 +98,8 @@ reg [2:0]   state_reg, state_next;
 reg [`VTA_INSN_W-1:0] insn_reg, insn_next;
 reg [31:0]  index_reg, index_next;
 
-wire        pop_prev  = insn_reg[`VTA_MEM_POP_PREV_DEP_LO];
-wire        pop_next  = insn_reg[`VTA_MEM_POP_NEXT_DEP_LO];
-wire        push_prev = insn_reg[`VTA_MEM_PUSH_PREV_DEP_LO];
-wire        push_next = insn_reg[`VTA_MEM_PUSH_NEXT_DEP_LO];
-wire [`VTA_MEM_MEMORY_TYPE_W-1:0]  mem_type  = insn_reg[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
-wire [`VTA_MEM_SRAM_BASE_W-1:0] sram_base = insn_reg[`VTA_MEM_SRAM_BASE_LO +: `VTA_MEM_SRAM_BASE_W];
-wire [`VTA_MEM_DRAM_BASE_W-1:0] dram_base = insn_reg[`VTA_MEM_DRAM_BASE_LO +: `VTA_MEM_DRAM_BASE_W];
-wire [`VTA_MEM_Y_SIZE_W-1:0] y_size    = insn_reg[`VTA_MEM_Y_SIZE_LO +: `VTA_MEM_Y_SIZE_W];
-wire [`VTA_MEM_X_SIZE_W-1:0] x_size    = insn_reg[`VTA_MEM_X_SIZE_LO +: `VTA_MEM_X_SIZE_W];
-wire [`VTA_MEM_X_STRIDE_W-1:0] x_stride  = insn_reg[`VTA_MEM_X_STRIDE_LO +: `VTA_MEM_X_STRIDE_W];
-wire [`VTA_MEM_Y_PAD_0_W-1:0]  y_pad_0   = insn_reg[`VTA_MEM_Y_PAD_0_LO +: `VTA_MEM_Y_PAD_0_W];
-wire [`VTA_MEM_Y_PAD_1_W-1:0]  y_pad_1   = insn_reg[`VTA_MEM_Y_PAD_1_LO +: `VTA_MEM_Y_PAD_1_W];
-wire [`VTA_MEM_X_PAD_0_W-1:0]  x_pad_0   = insn_reg[`VTA_MEM_X_PAD_0_LO +: `VTA_MEM_X_PAD_0_W];
-wire [`VTA_MEM_X_PAD_1_W-1:0]  x_pad_1   = insn_reg[`VTA_MEM_X_PAD_1_LO +: `VTA_MEM_X_PAD_1_W];
+// the LOAD/STORE fields of insn_reg, one wire each (generated from vta/isa.py)
+`include "vta_mem_fields.vh"
 wire        is_wgt    = mem_type == `VTA_MEM_WGT;
 
 // elements moved, for the byte counters (a registered product, taken in STATE_EXEC)

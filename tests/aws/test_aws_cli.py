@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import vta
-from vta import programs
+from vta import hdlgen, programs
 from vta.aws import afi as afimod
 from vta.cli import main
 
@@ -88,8 +88,11 @@ def test_build_f2_dry_run_then_for_real(tmp_path):
     assert "cl_ddr4_64g_ap/cl_ddr4_64g_ap.xci" in synth
     assert not (cl / "build" / "scripts" / "synth_CL_TEMPLATE.tcl").exists()
     assert not (cl / "design" / "CL_TEMPLATE.sv").exists()
-    for name in ("vta_top.v", "vta_aws_cl.v", "vta_regs.vh", "vta_aws_regs.vh"):
+    # every header an `include names, generated for the preset (vta_gemm.vh was missing once)
+    for name in ("vta_top.v", "vta_aws_cl.v", "vta_aws_regs.vh", *hdlgen.HEADERS):
         assert (cl / "design" / name).is_file(), name
+    assert (cl / "design" / "vta_mem_fields.vh").read_text() == \
+        hdlgen.render_mem_fields(vta.Config.load("aws"))
     again = CliRunner().invoke(main, ["aws", "build", "--hdk", str(hdk)])
     assert again.exit_code == 1 and "exists; pass --force to replace it" in again.output
 
@@ -108,6 +111,8 @@ def test_build_f1_renames_the_template_and_lists_the_sources(tmp_path):
     assert "hello.sv" not in encrypt and encrypt.endswith("encrypt\n")
     assert "file copy -force $CL_DIR/design/vta_aws_f1.v $TARGET_DIR" in encrypt
     assert "unused_ddr_a_b_d_template.inc" in encrypt
+    for name in hdlgen.HEADERS:  # every generated header goes through encrypt.tcl
+        assert f"file copy -force $CL_DIR/design/{name} $TARGET_DIR" in encrypt, name
     top = (cl / "design" / "cl_vta.sv").read_text()
     assert '`include "unused_ddr_a_b_d_template.inc"' in top and "vta_aws_f1 #(" in top
     assert ".LOG_BUS_WIDTH(6)" in top  # the default preset

@@ -96,3 +96,12 @@ def test_headers_match_isa():
                 name = f"VTA_{fmt.upper()}_{f.name.upper()}"
                 assert int(defines[f"{name}_LO"]) == f.lo and int(defines[f"{name}_W"]) == f.width
         assert hdlgen.render_regs().count("`define VTA_REG_") >= 12
+        # vta_mem_fields.vh: one wire per LOAD/STORE field after the opcode, sliced at its macros
+        wires = [line for line in hdlgen.render_mem_fields(cfg).splitlines()
+                 if line.startswith("wire")]
+        fields = layout("mem", cfg)[1:]
+        assert len(wires) == len(fields) == 14
+        for line, f in zip(wires, fields, strict=True):
+            name = f"`VTA_MEM_{f.name.upper()}"
+            assert f" {hdlgen.MEM_WIRES[f.name]} = insn_reg[{name}_LO" in line, line
+            assert (f"+: {name}_W]" in line) == (f.width > 1), line

@@ -232,8 +232,7 @@ def plan_build(shell: str, hdk: Path | str, cfg: Config, *, cl_name: str = "cl_v
     scripts = cl_dir / "build" / "scripts"
     sources = [*hdlgen.hdl_sources(), *aws_sources()]
     plan.copies += [(src, design / src.name) for src in sources]
-    headers = {"vta_regs.vh": hdlgen.render_regs(), "vta_isa.vh": hdlgen.render_isa(cfg),
-               "vta_cfg.vh": hdlgen.render_cfg(cfg), "vta_aws_regs.vh": clregs.render_verilog()}
+    headers = {**hdlgen.render_headers(cfg), "vta_aws_regs.vh": clregs.render_verilog()}
     for name, text in headers.items():
         plan.files[design / name] = text
     top = _top_f1(cl_name, params) if shell == "f1" else _top_f2(cl_name, params)
