@@ -20,6 +20,11 @@
  * `halt` drops the bursts not yet announced; a burst already announced on AW
  * is completed (a beat already shown unchanged, the rest with WSTRB = 0), so
  * every burst on the bus ends with its WLAST and nothing more is written.
+ *
+ * The next burst (its length, and whether it is the request's last) is computed
+ * a cycle ahead into registers, so announcing it only adds and muxes: a request
+ * waits one cycle after it is taken, and after a burst is announced its beats
+ * keep AW busy for at least a cycle while the next burst is computed.
  */
 module vta_dma_wr #(
     // AXI address width.
@@ -86,6 +91,12 @@ end
 reg                   active_reg;
 reg [ADDR_WIDTH-1:0]  addr_reg;
 reg [BEATS_WIDTH-1:0] rem_reg;
+// the next burst from addr_reg / rem_reg, registered: its beats, whether it ends the
+// request, and whether they are up to date (active_reg a cycle ago: a cycle after the
+// request was taken)
+reg [12:0]            burst_reg;
+reg                   burst_last_reg;
+reg                   burst_ok_reg;
 reg                   aw_valid_reg;
 reg [ADDR_WIDTH-1:0]  aw_addr_reg;
 reg [7:0]             aw_len_reg;
@@ -135,10 +146,14 @@ wire _unused_ok = &{1'b0, m_axi_bid, m_axi_bresp[0], 1'b0};
 
 wire [12:0] to_page = PAGE_BEATS[12:0] - {1'b0, addr_reg[11:0] >> LOG_BUS_BYTES};
 wire [12:0] cap = (to_page > 13'd256) ? 13'd256 : to_page;
-wire [12:0] burst = (rem_reg < {{(BEATS_WIDTH-13){1'b0}}, cap}) ? rem_reg[12:0] : cap;
+wire        rem_fits = rem_reg <= {{(BEATS_WIDTH-13){1'b0}}, cap};
+wire [12:0] burst = rem_fits ? rem_reg[12:0] : cap;
 
 wire b_room = b_owed_reg < (1 << LOG_OUTSTANDING);
-wire aw_load = active_reg && !halt && !w_owed && b_room && (!aw_valid_reg || m_axi_awready);
+// (burst_reg is a cycle old after an announcement too: no announcement can follow in the
+// next cycle, as the burst just announced owes at least one beat to the W register)
+wire aw_load = active_reg && burst_ok_reg && !halt && !w_owed && b_room
+               && (!aw_valid_reg || m_axi_awready);
 
 // (one clocked block, later assignments winning: a simulator such as Icarus pays for
 // every variable a block reads, and a combinational next-state block runs on every
@@ -163,14 +178,17 @@ always @(posedge clk) begin
         w_strb_reg <= halt ? {SW{1'b0}} : wr_strb;
         w_last_reg <= w_rem_reg == 9'd1;
     end
+    burst_reg <= burst;
+    burst_last_reg <= rem_fits;
+    burst_ok_reg <= active_reg;
     if (aw_load) begin
         aw_valid_reg <= 1'b1;
         aw_addr_reg <= addr_reg;
-        aw_len_reg <= burst[7:0] - 8'd1;
-        w_rem_reg <= burst[8:0];
-        addr_reg <= addr_reg + ({{(ADDR_WIDTH-13){1'b0}}, burst} << LOG_BUS_BYTES);
-        rem_reg <= rem_reg - {{(BEATS_WIDTH-13){1'b0}}, burst};
-        if (rem_reg == {{(BEATS_WIDTH-13){1'b0}}, burst}) begin
+        aw_len_reg <= burst_reg[7:0] - 8'd1;
+        w_rem_reg <= burst_reg[8:0];
+        addr_reg <= addr_reg + ({{(ADDR_WIDTH-13){1'b0}}, burst_reg} << LOG_BUS_BYTES);
+        rem_reg <= rem_reg - {{(BEATS_WIDTH-13){1'b0}}, burst_reg};
+        if (burst_last_reg) begin
             active_reg <= 1'b0;
         end
         b_addr[b_wp_reg] <= addr_reg;
@@ -188,6 +206,7 @@ always @(posedge clk) begin
     end
     if (rst) begin
         active_reg <= 1'b0;
+        burst_ok_reg <= 1'b0;
         aw_valid_reg <= 1'b0;
         w_rem_reg <= 9'd0;
         w_valid_reg <= 1'b0;
