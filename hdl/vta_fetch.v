@@ -16,6 +16,11 @@
  * command queue has room for all instructions requested and not yet
  * dispatched, so returning data never waits on an engine (the shared read
  * channel cannot block on a full queue).  Queue entries are {index, insn}.
+ *
+ * On a bus wider than an instruction (256 bits and up) the instructions pass a
+ * register slice (vta_skid) between the read port's lane mux and the dispatch,
+ * so the target queue's ready does not reach back through the lane mux to the
+ * read engine in one cycle; it costs a cycle of latency, not throughput.
  */
 `include "vta_isa.vh"
 
@@ -125,6 +130,10 @@ wire room = {1'b0, fill_reg} + {2'b0, req_n_reg} <= {{(34-QW-1){1'b0}}, DEPTH[QW
 // ------------------------------------------------------------ element stream
 wire         req_valid = state_reg == STATE_RUN && go_reg && !took_reg && !took2_reg;
 wire         req_ready;
+// the port's instruction stream, and the one dispatched (through a slice on a wide bus)
+wire         port_valid;
+wire         port_ready;
+wire [`VTA_INSN_W-1:0] port_insn;
 wire         insn_valid;
 wire         insn_ready;
 wire [`VTA_INSN_W-1:0] insn;
@@ -149,10 +158,31 @@ vta_dma_rd_port #(
     .beat_valid(dma_rd_valid),
     .beat_ready(dma_rd_ready),
     .beat_data(dma_rd_data),
-    .elem_valid(insn_valid),
-    .elem_ready(insn_ready),
-    .elem_data(insn)
+    .elem_valid(port_valid),
+    .elem_ready(port_ready),
+    .elem_data(port_insn)
 );
+
+generate
+if (LOG_BUS_WIDTH > 7) begin : slice
+    vta_skid #(
+        .WIDTH(`VTA_INSN_W)
+    ) skid (
+        .clk(clk),
+        .rst(rst || halt),
+        .s_valid(port_valid),
+        .s_ready(port_ready),
+        .s_data(port_insn),
+        .m_valid(insn_valid),
+        .m_ready(insn_ready),
+        .m_data(insn)
+    );
+end else begin : direct
+    assign insn_valid = port_valid;
+    assign port_ready = insn_ready;
+    assign insn = port_insn;
+end
+endgenerate
 
 // ------------------------------------------------------------ dispatch
 wire [2:0] opcode = insn[`VTA_MEM_OPCODE_LO +: `VTA_MEM_OPCODE_W];

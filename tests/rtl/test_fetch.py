@@ -131,13 +131,33 @@ async def dispatch(dut):
     await expect_fault(base, 60, ErrorCode.BAD_OPCODE, 37)
     await ClockCycles(dut.clk, 50)
     assert sorted(i for v in got.values() for i, _ in v) == list(range(37))
+
+    # a run after the fault dispatches its own instructions only (nothing left from the
+    # faulted stream in the read port or the register slice)
+    after = [random_insn(rng, cfg)[0] for _ in range(24)]
+    ram.write(base + 0x4000, b"".join(w.to_bytes(16, "little") for w in after))
+    for v in got.values():
+        v.clear()
+    await start_run(dut, base + 0x4000, len(after))
+    for _ in range(20000):
+        await RisingEdge(dut.clk)
+        if int(dut.done.value) and sum(map(len, got.values())) >= len(after):
+            break
+    await ClockCycles(dut.clk, 20)
+    assert int(dut.err.value) == 0
+    assert sorted(pair for v in got.values() for pair in v) == list(enumerate(after))
     await expect_fault(MEM - 32, 3, ErrorCode.DRAM_RANGE, 0xFFFFFFFF)
 
 
 @pytest.mark.parametrize(
-    "simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",), slow=("default", "aws"))
+    "simulator, preset, log_bus",
+    [pytest.param(*p.values, None, id=p.id, marks=p.marks)
+     for p in sim_params(("tiny", "default", "aws"), ("tiny",), slow=("default", "aws"))]
+    # the 512-bit bus of the aws preset (instructions through fetch's register slice) on the
+    # tiny preset's fields, in the default run
+    + [pytest.param("icarus", "tiny", 9, id="icarus-tiny-bus512")],
 )
-def test_fetch(simulator, preset):
+def test_fetch(simulator, preset, log_bus):
     import vta
 
     cfg = vta.Config.load(preset)
@@ -147,5 +167,5 @@ def test_fetch(simulator, preset):
         "tb_fetch",
         "test_fetch",
         sources=[WRAPPERS / "tb_fetch.v"],
-        parameters={"LOG_BUS_WIDTH": cfg.LOG_BUS_WIDTH, "MEM_SIZE": MEM},
+        parameters={"LOG_BUS_WIDTH": log_bus or cfg.LOG_BUS_WIDTH, "MEM_SIZE": MEM},
     )
