@@ -144,7 +144,8 @@ async def dma(dut):
     # writes with random strobes
     model = bytearray(init)
     bb = 1 << log_bb
-    wreqs = [(4096 - 2 * bb, 5), (12288, 300)] + [
+    # page crossing, > 256 beats, ending exactly at a page end, exactly 256 beats
+    wreqs = [(4096 - 2 * bb, 5), (12288, 300), (8192 - 3 * bb, 3), (16384, 256)] + [
         (rng.randrange(0, MEM // bb - 40) * bb, rng.randint(1, 40)) for _ in range(10)
     ]
     beats = []
