@@ -277,7 +277,8 @@ always @* begin
             end
         end
         STATE_WAIT: begin
-            // waits for the sequencer
+            // waits for the sequencer (its fault comes a cycle after it went idle:
+            // checked first)
             if (ld_err) begin
                 err = 1'b1;
                 err_code = ld_err_code;

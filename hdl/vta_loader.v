@@ -9,7 +9,10 @@
  *   1. checks the SRAM range (sram_base + x_total * y_total <= depth) and
  *      then the DRAM range (last element byte <= MEM_SIZE), as the golden
  *      model does, and reports SRAM_RANGE or DRAM_RANGE without moving data
- *      (four cycles from start: products, checks, verdict);
+ *      (four cycles from start: products, checks, verdict; the fault is
+ *      reported from a register in the cycle after the verdict, when the
+ *      sequencer is already idle, so the engine's fault logic starts at a
+ *      flip-flop);
  *   2. requests the DRAM rows from the element stream selected outside
  *      (one request per row, or one for the whole block when the rows are
  *      contiguous);
@@ -46,8 +49,8 @@ module vta_loader #(
     input  wire [4:0]            log_depth,
     output wire                  busy,
     output reg                   done,
-    output reg                   err,
-    output reg  [7:0]            err_code,
+    output wire                  err,
+    output wire [7:0]            err_code,
 
     // element requests to the selected stream
     output wire                  req_valid,
@@ -79,6 +82,11 @@ localparam STATE_RUN   = 2'd3;
 // row), so a handshake with the element stream is a few gates deep.
 reg [1:0]  state_reg, state_next;
 reg        checked_reg;                  // STATE_CHECK: the range flags are valid
+// the verdict's fault, and its report a cycle later (from flip-flops)
+reg        fault;
+reg [7:0]  fault_code;
+reg        err_reg;
+reg [7:0]  err_code_reg;
 // request generator
 reg        rq_active_reg, rq_active_next;
 reg [15:0] rq_rows_reg, rq_rows_next;
@@ -118,6 +126,8 @@ wire [33:0] dram_end_elem = (y_size == 16'd0) ? {2'b0, dram_base}
 wire [63:0] mem_elems = MEM_SIZE >> log_elem_bytes;
 
 assign busy = state_reg != STATE_IDLE;
+assign err = err_reg && !halt;
+assign err_code = err_code_reg;
 assign req_valid = state_reg == STATE_RUN && rq_active_reg;
 assign req_addr = rq_byte_reg[ADDR_WIDTH-1:0];
 // bytes beyond ADDR_WIDTH fail the DRAM range check first
@@ -142,8 +152,8 @@ always @* begin
     last_x_next = last_x_reg;
     last_y_next = last_y_reg;
     done = 1'b0;
-    err = 1'b0;
-    err_code = `VTA_ERR_NONE;
+    fault = 1'b0;
+    fault_code = `VTA_ERR_NONE;
 
     case (state_reg)
         STATE_IDLE: begin
@@ -171,12 +181,12 @@ always @* begin
             if (!checked_reg) begin
                 state_next = STATE_CHECK;
             end else if (sram_bad_reg) begin
-                err = 1'b1;
-                err_code = `VTA_ERR_SRAM_RANGE;
+                fault = 1'b1;
+                fault_code = `VTA_ERR_SRAM_RANGE;
                 state_next = STATE_IDLE;
             end else if (dram_bad_reg) begin
-                err = 1'b1;
-                err_code = `VTA_ERR_DRAM_RANGE;
+                fault = 1'b1;
+                fault_code = `VTA_ERR_DRAM_RANGE;
                 state_next = STATE_IDLE;
             end else if (area_reg == 34'd0) begin
                 // y_size 0 and no pad rows: nothing to write
@@ -231,13 +241,15 @@ always @* begin
     if (halt) begin
         state_next = STATE_IDLE;
         done = 1'b0;
-        err = 1'b0;
+        fault = 1'b0;
     end
 end
 
 always @(posedge clk) begin
     state_reg <= state_next;
     checked_reg <= state_reg == STATE_CHECK && !halt;
+    err_reg <= fault;
+    err_code_reg <= fault_code;
     if (state_reg == STATE_SIZE) begin
         area_reg <= {17'd0, x_total} * {17'd0, y_total};
         rows_span_reg <= {16'd0, y_minus_1} * {16'd0, x_stride};
@@ -271,6 +283,7 @@ always @(posedge clk) begin
     if (rst) begin
         state_reg <= STATE_IDLE;
         checked_reg <= 1'b0;
+        err_reg <= 1'b0;
         rq_active_reg <= 1'b0;
     end
 end

@@ -245,6 +245,14 @@ end""",
       "wire        rem_fits = rem_reg < {{(BEATS_WIDTH-13){1'b0}}, cap};",
       "DMA write: a request ending at a page end or after exactly 256 beats misses its end",
       (T_DMA, T_TOP)),
+    M("rtl_load_fault_while_busy", "hdl/vta_load.v",
+      """            if (ld_err) begin
+                err = 1'b1;""",
+      """            if (ld_err && ld_busy) begin
+                err = 1'b1;""",
+      "the load engine takes the sequencer's fault only while it is busy (the fault comes "
+      "from a register, a cycle after the verdict): a bad LOAD retires silently",
+      (T_LOAD, T_TOP)),
     M("rtl_fetch_slice_kept", "hdl/vta_fetch.v",
       "        .rst(rst || halt),",
       "        .rst(rst),",
