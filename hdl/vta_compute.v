@@ -389,6 +389,9 @@ wire range_bad = top_dst >= (33'd1 << LOG_ACC_DEPTH)
                  || (check_src && top_src >= src_depth)
                  || (check_wgt && top_wgt >= (33'd1 << LOG_WGT_DEPTH));
 reg  range_bad_reg;
+// uop_end beyond the micro-op buffer, registered in POP for DECODE (a fault's compare
+// then does not feed the fault report in the same cycle)
+reg  bad_uop_end_reg;
 
 // ------------------------------------------------------------ loop nest
 // offsets are kept modulo 2**16: every index of a nest that passed CHECK is below 2**16
@@ -483,7 +486,7 @@ wire empty_nest = uop_end <= uop_bgn || iter_out == 14'd0 || iter_in == 14'd0;
 wire cached = c_valid_reg && c_bgn_reg == uop_bgn && c_end_reg == uop_end;
 wire err_mem_type = decode && opcode == `VTA_OPCODE_LOAD && bad_mem_type;
 wire err_alu_op = decode && is_gemm_alu && bad_alu_op;
-wire err_range = (decode && is_gemm_alu && !bad_alu_op && bad_uop_end)
+wire err_range = (decode && is_gemm_alu && !bad_alu_op && bad_uop_end_reg)
                  || (state_reg == STATE_CHECK && range_bad_reg);
 wire err_load = state_reg == STATE_LOAD && ld_err;
 wire err_tokens = state_reg == STATE_RETIRE && !retire_wait && token_overflow;
@@ -561,7 +564,7 @@ always @(posedge clk) begin
                     state_reg <= STATE_LOAD;
                 end
             end else if (is_gemm_alu) begin
-                if (bad_alu_op || bad_uop_end) begin
+                if (bad_alu_op || bad_uop_end_reg) begin
                     state_reg <= STATE_IDLE;
                 end else if (empty_nest) begin
                     state_reg <= STATE_RETIRE;
@@ -660,6 +663,7 @@ always @(posedge clk) begin
     scan_v2_reg <= scan_v1_reg;
     range_bad_reg <= range_bad;
     if (state_reg == STATE_POP) begin
+        bad_uop_end_reg <= bad_uop_end;
         span_dst_o_reg <= io30 * {14'd0, dst_f_out};
         span_dst_i_reg <= ii30 * {14'd0, dst_f_in};
         span_src_o_reg <= io30 * {14'd0, src_f_out};
