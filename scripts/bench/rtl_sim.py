@@ -10,8 +10,10 @@
 * **GEMM-core utilisation** = MACs / (cycles x BATCH x BLOCK_IN x BLOCK_OUT):
   the ``--big`` matmul (compute-bound) and each ResNet-18 layer C2..C11
   through ``vta.ops.conv2d`` (upstream's epilogue), on Verilator.
-* **LOAD bandwidth**: one INP and one WGT load of the whole buffer; bytes per
-  cycle of the load engine's busy time against the bus width.
+* **LOAD and STORE bandwidth**: one INP and one WGT load of the whole buffer, one
+  STORE of the whole OUT buffer, and one STORE of one-element rows (a DMA write
+  request per row); bytes per cycle of the engine's busy time against the bus
+  width, on every design (``--baseline-hdl`` too).
 * **Verilator build time**: from scratch (a fresh cache folder) and from cache.
 
 Speed is the best of ``--repeat`` runs of the same stream on the same simulator
@@ -111,7 +113,8 @@ def design_from(hdl: str | None):
 
 
 def load_bandwidth(dev) -> list[tuple[str, int, int, float]]:
-    """(memory, bytes, load-busy cycles, bytes/cycle) for one whole-buffer INP and WGT load."""
+    """(transfer, bytes, busy cycles, bytes/cycle): one whole-buffer INP and WGT LOAD, one
+    whole-buffer OUT STORE, and one STORE of one-element rows (one write request each)."""
     cfg = dev.cfg
     out = []
     for mem, depth, elem in ((MemId.INP, cfg.INP_BUFF_DEPTH, cfg.INP_ELEM_BYTES),
@@ -125,7 +128,23 @@ def load_bandwidth(dev) -> list[tuple[str, int, int, float]]:
         dev.write(insns, stream)
         stats = dev.run(insns, 2)
         nbytes = stats.inp_load_bytes + stats.wgt_load_bytes
-        out.append((mem.name, nbytes, stats.load_busy, nbytes / stats.load_busy))
+        out.append((f"LOAD {mem.name}", nbytes, stats.load_busy, nbytes / stats.load_busy))
+        dev.free(insns)
+        dev.free(data)
+    depth, elem = cfg.OUT_BUFF_DEPTH, cfg.OUT_ELEM_BYTES
+    rows = min(depth, 1024)
+    for name, y_size, x_size, x_stride in (("STORE OUT", 1, depth, depth),
+                                           ("STORE OUT, 1-element rows", rows, 1, 2)):
+        data = dev.alloc(y_size * x_stride * elem)
+        stream = encode(MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT,
+                                dram_base=data.addr // elem, y_size=y_size, x_size=x_size,
+                                x_stride=x_stride), cfg)
+        stream += encode(GemmInsn(opcode=Opcode.FINISH), cfg)
+        insns = dev.alloc(len(stream))
+        dev.write(insns, stream)
+        stats = dev.run(insns, 2)
+        nbytes = stats.out_store_bytes
+        out.append((name, nbytes, stats.store_busy, nbytes / stats.store_busy))
         dev.free(insns)
         dev.free(data)
     return out
@@ -191,7 +210,7 @@ def main() -> None:
     parser.add_argument("--no-scratch-build", action="store_true",
                         help="skip the from-scratch Verilator build timing")
     parser.add_argument("--bus-configs", default="aws",
-                        help="further presets whose LOAD bandwidth is measured on Verilator "
+                        help="further presets whose LOAD and STORE bandwidth is measured on Verilator "
                              "(comma-separated, or 'none'; aws: 512-bit bus)")
     parser.add_argument("--blas-threads", default="1")
     args = parser.parse_args()
@@ -234,8 +253,10 @@ def main() -> None:
                     speed.append((label + sim, size, best_of(runs[label]),
                                   opened if size == sizes[0] else None))
             if sim == "verilator":
+                for label, dev, _ in devs[:len(designs)]:
+                    bandwidth += [(label + cfg.name, cfg.BUS_BYTES, *row)
+                                  for row in load_bandwidth(dev)]
                 dev = devs[0][1]
-                bandwidth = [(cfg.name, cfg.BUS_BYTES, *row) for row in load_bandwidth(dev)]
                 layers = [] if args.layers == "none" else args.layers.split(",")
                 rows = resnet(dev, layers)
     print("| simulator | matmul | instructions | cycles | run s | cycles/s (run, best) | "
@@ -251,7 +272,7 @@ def main() -> None:
     for preset in [] if args.bus_configs == "none" else args.bus_configs.split(","):
         with vta.open_device("verilator", preset) as dev:
             bandwidth += [(preset, dev.cfg.BUS_BYTES, *row) for row in load_bandwidth(dev)]
-    print("\n| config | LOAD | bytes | load-busy cycles | bytes/cycle | bus bytes/cycle | "
+    print("\n| config | transfer | bytes | busy cycles | bytes/cycle | bus bytes/cycle | "
           "of the bus |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for preset, bus, name, nbytes, cycles, bpc in bandwidth:
