@@ -638,7 +638,7 @@ def test_block_decoding_equals_decode_word(cfg):
     fetched, codes, queues = rig.model.fetch(addr, len(words))
     block = golden._decode_block(fetched, codes, rig.model._decoding)
     engines = []
-    for (low, high), (fields, links) in zip(words.tolist(), block, strict=True):
+    for (low, high), fields, links in zip(words.tolist(), *block, strict=True):
         expected = decode_word(low | high << 64, cfg)
         # a decoded instruction is the list of its fields in its class's order
         assert fields == list(expected.fields().values())
@@ -655,7 +655,7 @@ def test_block_decoding_equals_decode_word(cfg):
             (f for f in flags if f in golden.FORBIDDEN_FLAGS[engine]), None)
     for engine, indices in queues.items():
         assert indices == [i for i, e in enumerate(engines) if e == engine]
-    assert any(fields[-1] < 0 for fields, _ in block if fields[0] == Opcode.ALU)  # imm
+    assert any(fields[-1] < 0 for fields in block[0] if fields[0] == Opcode.ALU)  # imm
 
 
 def test_long_stream_decodes_in_bounded_memory(monkeypatch):

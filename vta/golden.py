@@ -797,10 +797,10 @@ class _Stream:
         self.words = words
         self.codes = codes
         self.decoding = decoding
-        self.blocks: dict[int, list[tuple[list[int], _Links]]] = {}
+        self.blocks: dict[int, tuple[list[list[int]], list[_Links]]] = {}
 
-    def block(self, number: int) -> list[tuple[list[int], _Links]]:
-        """Block ``number`` decoded: each instruction and what its engine does with its
+    def block(self, number: int) -> tuple[list[list[int]], list[_Links]]:
+        """Block ``number`` decoded: its instructions and what their engines do with their
         flags."""
         block = self.blocks.get(number)
         if block is None:
@@ -814,12 +814,12 @@ class _Stream:
     def queue(self, indices: list[int]) -> Iterator[tuple[int, list[int], _Links]]:
         """The instructions at ``indices`` (ascending), in order: (index, decoded
         instruction, links)."""
-        number, block = -1, []
+        number, insns, links = -1, [], []
         for index in indices:
             if index // _BLOCK != number:
                 number = index // _BLOCK
-                block = self.block(number)
-            yield (index, *block[index - number * _BLOCK])
+                insns, links = self.block(number)
+            yield index, insns[index - number * _BLOCK], links[index - number * _BLOCK]
 
 
 class _Decoding(NamedTuple):
@@ -891,9 +891,9 @@ def _decoding_tables(cfg: Config) -> _Decoding:
 
 
 def _decode_block(words: np.ndarray, codes: list[int],
-                  decoding: _Decoding) -> list[tuple[list[int], _Links]]:
+                  decoding: _Decoding) -> tuple[list[list[int]], list[_Links]]:
     """Decode (n, 2) instruction words of defined opcodes with links codes ``codes`` (from
-    the fetch): each instruction and what its engine does with its flags.
+    the fetch): the instructions, and what their engines do with their flags.
 
     An instruction decodes to the list of its field values in the order of its class's
     fields (``insn_class(opcode)(*fields)`` is the :mod:`vta.isa` object); the
@@ -909,7 +909,7 @@ def _decode_block(words: np.ndarray, codes: list[int],
                 values = ((values ^ sign) - sign).view(np.int64)
             for row, insn in zip(rows.tolist(), values.tolist(), strict=True):
                 insns[row] = insn
-    return list(zip(insns, map(_LINKS_BY_CODE.__getitem__, codes), strict=True))
+    return insns, [_LINKS_BY_CODE[code] for code in codes]
 
 
 @dataclass(frozen=True)
