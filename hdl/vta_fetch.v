@@ -185,8 +185,8 @@ end
 endgenerate
 
 // ------------------------------------------------------------ dispatch
-wire [2:0] opcode = insn[`VTA_MEM_OPCODE_LO +: `VTA_MEM_OPCODE_W];
-wire [2:0] mem_type = insn[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
+wire [`VTA_MEM_OPCODE_W-1:0] opcode = insn[`VTA_MEM_OPCODE_LO +: `VTA_MEM_OPCODE_W];
+wire [`VTA_MEM_MEMORY_TYPE_W-1:0] mem_type = insn[`VTA_MEM_MEMORY_TYPE_LO +: `VTA_MEM_MEMORY_TYPE_W];
 wire to_st = opcode == `VTA_OPCODE_STORE;
 wire to_ld = opcode == `VTA_OPCODE_LOAD && (mem_type == `VTA_MEM_INP || mem_type == `VTA_MEM_WGT);
 wire to_cmp = !to_st && !to_ld;
