@@ -237,9 +237,8 @@ class Scratchpads:
         self.pending = None
         acc = self.acc2[rows]
         for func, imm in ops:
-            if func is np.clip:  # = minimum(maximum(acc, lo), hi), also if lo > hi
-                np.maximum(acc, imm[0], out=acc)
-                np.minimum(acc, imm[1], out=acc)
+            if func is np.clip:  # = minimum(maximum(acc, lo), hi), also if lo > hi (all hi)
+                np.clip(acc, *imm, out=acc)  # one pass: int32 MAX and MIN are slow in NumPy
             else:
                 func(acc, imm, out=acc)  # int32 arithmetic wraps modulo 2**32, as the hardware
         if out:
@@ -571,8 +570,7 @@ class GoldenModel:
                     rows = rows.view(np.int8)
                 elif mem_type == _WGT:
                     self.sp.wgt_float.clear()
-                flat[base * elem_bytes:(base + x_size * y_size) * elem_bytes].reshape(
-                    rows.shape)[...] = rows
+                _rows_of(flat, base * elem_bytes, *rows.shape)[...] = rows
                 return counter, y_size * x_size * elem_bytes
         x_total = x_pad_0 + x_size + x_pad_1
         y_total = y_pad_0 + y_size + y_pad_1
@@ -621,8 +619,7 @@ class GoldenModel:
         rows = self._plain_rows(dram_base, y_size, x_size, x_stride, elem_bytes,
                                 base + count <= len(out))
         if rows is not None:  # the common case, one slice assignment
-            rows[...] = self._out_flat[base * elem_bytes:(base + count) * elem_bytes].reshape(
-                rows.shape)
+            rows[...] = _rows_of(self._out_flat, base * elem_bytes, *rows.shape)
             return "out_store_bytes", count * elem_bytes
         if base + count > len(out):
             raise self._fault(
@@ -1039,6 +1036,13 @@ def _index(values: np.ndarray, increasing: bool = False) -> slice | np.ndarray:
             increasing or n == 1 or (values[1:] > values[:-1]).all()):
         return slice(first, first + n)
     return values
+
+
+def _rows_of(flat: np.ndarray, start: int, rows: int, row_len: int) -> np.ndarray:
+    """``flat[start:start + rows * row_len].reshape(rows, row_len)`` of a contiguous 1-D
+    array, made directly (one call instead of three: a LOAD or STORE copies only a few rows)."""
+    size = flat.itemsize
+    return np.ndarray((rows, row_len), flat.dtype, flat, start * size, (row_len * size, size))
 
 
 def _take(array: np.ndarray, rows: slice | np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ None``, whose text is appended to the decoded error.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 import time
@@ -380,10 +381,8 @@ class Driver:
 
     def read_counters(self) -> dict[str, int | None]:
         """Every counter of :data:`regs.COUNTERS` (timing ones ``None`` without a clock)."""
-        names = [name for name, _ in regs.COUNTERS
-                 if self.has_timing or name not in regs.TIMING_COUNTERS]
-        words = self.transport.read32_many([regs.offset(name.upper()) + half
-                                            for name in names for half in (0, 4)])
+        names, offsets = _counter_words(self.has_timing)
+        words = self.transport.read32_many(offsets)
         read = {name: words[2 * k] | words[2 * k + 1] << 32 for k, name in enumerate(names)}
         return {name: read.get(name) for name, _ in regs.COUNTERS}
 
@@ -498,3 +497,12 @@ MAX_EXPLAIN = 1 << 16
 
 def _version(word: int) -> str:
     return f"{(word >> 16) & 0xFF}.{(word >> 8) & 0xFF}.{word & 0xFF}"
+
+
+@functools.cache
+def _counter_words(has_timing: bool) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The counters a driver reads after a run (all, or all but the timing ones) and the
+    offsets of their 32-bit words, low word first: worked out once, not on every run."""
+    names = tuple(name for name, _ in regs.COUNTERS
+                  if has_timing or name not in regs.TIMING_COUNTERS)
+    return names, tuple(regs.offset(name.upper()) + half for name in names for half in (0, 4))
