@@ -1267,7 +1267,7 @@ class _GemmPlan:
             if self.layout == "picked":
                 contrib = contrib.take(self.pick, axis=0)
         if self.sum_starts is None and ftype is np.float32:
-            sums = contrib.astype(np.int32)  # |value| < 2**24: exact
+            sums = contrib  # integers, |value| < 2**24: converted to int32 exactly
         else:
             whole = contrib.astype(np.int64)
             if self.sum_starts is not None:
@@ -1276,12 +1276,12 @@ class _GemmPlan:
         acc = sp.acc2[dst]
         if isinstance(dst, slice):
             if reset:
-                acc[...] = sums
+                np.copyto(acc, sums, casting="unsafe")  # converted while written
             else:
-                acc += sums  # in place; int32 + int32 wraps like the hardware
+                acc += sums.astype(np.int32, copy=False)  # int32 + int32 wraps like the hardware
             sp.defer_out(dst)  # OUT when settled: usually after the tile's epilogue
         else:
-            acc = sp.acc2[dst] = acc + sums
+            acc = sp.acc2[dst] = acc + sums.astype(np.int32, copy=False)
             sp.out2[dst] = acc
 
 

@@ -47,6 +47,7 @@ _DRIVER_NUMBERS = itertools.count(1)
 NO_INDEX = 0xFFFFFFFF
 
 _QUEUES = ("l2g", "g2l", "g2s", "s2g")
+_COUNTER_NAMES = tuple(name for name, _ in regs.COUNTERS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -382,9 +383,10 @@ class Driver:
     def read_counters(self) -> dict[str, int | None]:
         """Every counter of :data:`regs.COUNTERS` (timing ones ``None`` without a clock)."""
         names, offsets = _counter_words(self.has_timing)
-        words = self.transport.read32_many(offsets)
-        read = {name: words[2 * k] | words[2 * k + 1] << 32 for k, name in enumerate(names)}
-        return {name: read.get(name) for name, _ in regs.COUNTERS}
+        words = iter(self.transport.read32_many(offsets))
+        counters = dict.fromkeys(_COUNTER_NAMES)  # every counter, in register order
+        counters.update((name, lo | hi << 32) for name, lo, hi in zip(names, words, words))
+        return counters
 
     def snapshot(self) -> dict[str, Any]:
         """Hang-diagnosis registers: FETCH_INDEX, token occupancy, retired counts, STATUS."""
