@@ -5,6 +5,7 @@ Expectations are NumPy formulas written here, independent of the model.
 
 from __future__ import annotations
 
+import logging
 import time
 import tracemalloc
 
@@ -769,3 +770,20 @@ def test_alu_reading_entries_it_writes_later_sees_their_old_values():
     rig.run([alu(AluOp.ADD, 0, 1, iter_in=9, dfi=1, sfi=1), FINISH])
     np.testing.assert_array_equal(sp.acc[:10, 0, 0], [3, 5, 7, 9, 11, 13, 15, 17, 19, 10])
     np.testing.assert_array_equal(sp.out[:9, 0, 0], [3, 5, 7, 9, 11, 13, 15, 17, 19])
+
+
+def test_device_run_logs_its_counters_at_debug_only(caplog):
+    """`Device.run` reports what retired at DEBUG (the counters are read only when that is
+    logged), and nothing at INFO."""
+    with vta.open_device("golden", TINY, mem_size=1 << 16) as dev:
+        buf = dev.alloc(64)
+        dev.write(buf, encode_stream([MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP),
+                                      FINISH], TINY))
+        caplog.set_level(logging.INFO, logger="vta.device")
+        dev.run(buf, 2)
+        assert not [r for r in caplog.records if "run done" in r.getMessage()]
+        caplog.set_level(logging.DEBUG, logger="vta.device")
+        stats = dev.run(buf, 2)
+    done = [r.getMessage() for r in caplog.records if "run done" in r.getMessage()]
+    assert stats.load_insns == 1 and stats.compute_insns == 1
+    assert len(done) == 1 and done[0].startswith("run done: 2 instructions retired, no cycles")

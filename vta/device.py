@@ -321,9 +321,10 @@ class Device:
 
     @staticmethod
     def _logged(stats: RunStats) -> RunStats:
-        log.debug("run done: %d instructions retired, %s cycles, %.3f s",
-                  stats.load_insns + stats.compute_insns + stats.store_insns,
-                  "no" if stats.cycles is None else stats.cycles, stats.wall_time)
+        if log.isEnabledFor(logging.DEBUG):  # (the counters are looked up only then)
+            log.debug("run done: %d instructions retired, %s cycles, %.3f s",
+                      stats.load_insns + stats.compute_insns + stats.store_insns,
+                      "no" if stats.cycles is None else stats.cycles, stats.wall_time)
         return stats
 
     @property
