@@ -383,9 +383,10 @@ class Driver:
     def read_counters(self) -> dict[str, int | None]:
         """Every counter of :data:`regs.COUNTERS` (timing ones ``None`` without a clock)."""
         names, offsets = _counter_words(self.has_timing)
-        words = iter(self.transport.read32_many(offsets))
+        words = self.transport.read32_many(offsets)
         counters = dict.fromkeys(_COUNTER_NAMES)  # every counter, in register order
-        counters.update((name, lo | hi << 32) for name, lo, hi in zip(names, words, words))
+        for k, name in enumerate(names):
+            counters[name] = words[2 * k] | words[2 * k + 1] << 32
         return counters
 
     def snapshot(self) -> dict[str, Any]:
