@@ -15,6 +15,7 @@ import pytest
 import vta
 from vta import golden
 from vta.config import TOKEN_QUEUE_DEPTH, Config
+from vta.driver import regs
 from vta.errors import ErrorCode
 from vta.golden import GoldenModel
 from vta.isa import (
@@ -787,3 +788,14 @@ def test_device_run_logs_its_counters_at_debug_only(caplog):
     done = [r.getMessage() for r in caplog.records if "run done" in r.getMessage()]
     assert stats.load_insns == 1 and stats.compute_insns == 1
     assert len(done) == 1 and done[0].startswith("run done: 2 instructions retired, no cycles")
+
+
+def test_counters_are_read_as_64_bit_words():
+    """The driver joins each counter's two register words (high word above bit 31), and
+    reports the timing counters as None on the golden backend, whose transport reads them 0."""
+    with vta.open_device("golden", TINY, mem_size=1 << 16) as dev:
+        dev.driver.transport._counters.update(gemm_uops=5 << 32 | 7, store_insns=1 << 63)
+        read = dev.driver.read_counters()
+    assert read["gemm_uops"] == 5 << 32 | 7 and read["store_insns"] == 1 << 63
+    assert read["cycles"] is None and read["load_stall"] is None
+    assert list(read) == [name for name, _ in regs.COUNTERS]
