@@ -210,8 +210,8 @@ def main() -> None:
     parser.add_argument("--no-scratch-build", action="store_true",
                         help="skip the from-scratch Verilator build timing")
     parser.add_argument("--bus-configs", default="aws",
-                        help="further presets whose LOAD and STORE bandwidth is measured on Verilator "
-                             "(comma-separated, or 'none'; aws: 512-bit bus)")
+                        help="further presets whose LOAD and STORE bandwidth is measured on "
+                             "Verilator (comma-separated, or 'none'; aws: 512-bit bus)")
     parser.add_argument("--blas-threads", default="1")
     args = parser.parse_args()
     cfg = vta.Config.load(args.config)
