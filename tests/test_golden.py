@@ -733,6 +733,89 @@ def test_gemm_product_layouts_match_the_serial_result(layout, uops, loops, cfg):
     assert [p.layout for p in plans] == [layout]
 
 
+#: a conv tile as ops.conv2d makes it: micro-ops (x, channel chunk c) over output rows (the
+#: outer loop) and reduction steps (the inner loop), destination x + 3 * row + 9 * c
+CONV_TILE = ([Uop(x + 9 * c, 2 * x, 2 * c) for c in range(4) for x in range(3)], dict(
+    iter_out=3, dst_factor_out=3, src_factor_out=7, iter_in=2, src_factor_in=20,
+    wgt_factor_in=1))
+
+
+@pytest.mark.parametrize("grid, uops, loops", [
+    (True, *CONV_TILE),
+    # one micro-op axis of weights, a loop of inputs, a reduction over both
+    (True, [Uop(0, 0, 0), Uop(2, 0, 1), Uop(4, 0, 2)], dict(
+        iter_out=2, iter_in=3, dst_factor_out=1, src_factor_out=5, src_factor_in=1,
+        wgt_factor_in=4)),
+    # three micro-op axes, two of inputs (not consecutive), no loops
+    (True, [Uop(x + 2 * y + 4 * c, x + 3 * y, c) for c in range(2) for y in range(2)
+            for x in range(2)], dict(iter_out=1, iter_in=1)),
+    # inputs consecutive, a loop of weights, no reductions
+    (True, [Uop(u, u, 0) for u in range(5)], dict(iter_out=3, dst_factor_out=5,
+                                                  wgt_factor_out=1, iter_in=1)),
+    # the conv tile with one micro-op's input off its grid: a grid along dst only
+    (False, CONV_TILE[0][:4] + [Uop(4, 3, 0)] + CONV_TILE[0][5:], CONV_TILE[1]),
+    # ... and with one micro-op's weight off
+    (False, CONV_TILE[0][:10] + [Uop(19, 2, 5)] + CONV_TILE[0][11:], CONV_TILE[1]),
+    # destination x * 3 + w: the table transposed
+    (False, [Uop(0, 0, 0), Uop(1, 0, 1), Uop(2, 0, 2)], dict(
+        iter_out=2, iter_in=3, dst_factor_out=3, src_factor_out=5, src_factor_in=1,
+        wgt_factor_in=4)),
+    # an axis moving input and weight together
+    (False, [Uop(k, k, k) for k in range(6)], dict(iter_out=1, iter_in=1)),
+    # destinations descending; inputs descending
+    (False, [Uop(5 - u, u, 0) for u in range(6)], dict(iter_out=2, dst_factor_out=6,
+                                                       wgt_factor_out=1, iter_in=1)),
+    (False, [Uop(u, 5 - u, 0) for u in range(6)], dict(iter_out=2, dst_factor_out=6,
+                                                       wgt_factor_out=1, iter_in=1)),
+    # five micro-ops: a first axis of three, then no whole axis
+    (False, [Uop(0, 0, 0), Uop(1, 1, 0), Uop(2, 2, 0), Uop(3, 0, 1), Uop(4, 1, 1)], dict(
+        iter_out=1, iter_in=1)),
+    # a destination repeated; a gap between destinations
+    (False, [Uop(0, 0, 0), Uop(0, 1, 0)], dict(iter_out=2, dst_factor_out=1, wgt_factor_out=1,
+                                               iter_in=1)),
+    (False, [Uop(x + 4 * c, x, c) for c in range(2) for x in range(3)], dict(
+        iter_out=1, iter_in=1)),
+])
+@pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["batch1", "batch2"])
+def test_gemm_grid_tables_match_the_serial_result(monkeypatch, grid, uops, loops, cfg):
+    """A GEMM nest whose micro-ops are a grid and, with its loops, a product table is planned
+    from its axes (``_grid_table``), anything irregular from its pairs: against the
+    one-at-a-time sum, and the same plan (layout, rows read, destinations) as the pairs
+    give."""
+    found = []
+
+    def spy(rel, par):
+        found.append(real(rel, par))
+        return found[-1]
+
+    real = golden._grid_table
+    plans = []
+    for table in (spy, lambda rel, par: None):  # then every plan from its pairs
+        monkeypatch.setattr(golden, "_grid_table", table)
+        rng = np.random.default_rng(5)
+        rig = Rig(cfg)
+        sp = rig.model.sp
+        sp.acc[:] = rand(rng, sp.acc.shape, -2**31, 2**31, np.int32)
+        sp.inp[:] = rand(rng, sp.inp.shape, -128, 128, np.int8)
+        sp.wgt[:] = rand(rng, sp.wgt.shape, -128, 128, np.int8)
+        for k, u in enumerate(uops):
+            sp.uop[k] = int.from_bytes(encode_uop(u, cfg), "little")
+        insn = GemmInsn(opcode=Opcode.GEMM, uop_end=len(uops), **loops)
+        acc, out = nest_reference(sp, uops, insn)
+        rig.run([insn, FINISH])
+        np.testing.assert_array_equal(sp.acc, acc.astype(np.int32))
+        np.testing.assert_array_equal(sp.out, out)
+        [plan] = [p for p in rig.model._plans.values() if isinstance(p, golden._GemmPlan)]
+        plans.append(plan)
+    assert [f is not None for f in found] == [grid]
+    fast, general = plans
+    assert (fast.layout, fast.nx, fast.nw) == (general.layout, general.nx, general.nw)
+    for rows in ("dst", "x_rows", "w_rows"):
+        got, want = getattr(fast, rows), getattr(general, rows)
+        assert type(got) is type(want)
+        assert got == want if isinstance(want, slice) else got.tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("n_out, n_in, f_out, f_in", [
     (3, 4, 4, 1), (4, 1, 1, 9), (1, 5, 7, 1), (3, 4, 5, 1), (3, 4, 1, 3), (3, 4, 0, 1),
     (4, 1, 2, 0), (1, 5, 0, 2), (2, 3, 3, 0)])

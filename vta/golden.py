@@ -25,6 +25,7 @@ ISA tables only.
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -1185,13 +1186,24 @@ class _GemmPlan:
     def __init__(self, rel: np.ndarray, loops, cfg: Config):
         red = [lp for lp in loops if lp[0] > 1 and lp[1] == 0]
         par = [lp for lp in loops if not (lp[0] > 1 and lp[1] == 0)]
+        self.reductions = math.prod(lp[0] for lp in red)
+        self.k = self.reductions * cfg.BLOCK_IN
+        self.ftype = np.float32 if self.k * (1 << 14) < (1 << 24) else np.float64
+        grid = _grid_table(rel, par)
+        if grid is not None:  # a conv tile: its table read from its axes, no pairs built
+            x_axes, w_axes, (x_base, w_base) = grid
+            self.layout = "table"
+            self.sum_starts = None
+            self.nx, self.nw = math.prod(a[0] for a in x_axes), math.prod(a[0] for a in w_axes)
+            self.dst = slice(0, self.nx * self.nw)
+            # the reductions inside, as below
+            self.x_rows = _grid_index(x_base, x_axes + [(n, src) for n, _, src, _ in red])
+            self.w_rows = _grid_index(w_base, w_axes + [(n, wgt) for n, _, _, wgt in red])
+            return
         # one pair per (micro-op, parallel position): dst, src, wgt
         pairs = (rel[:, :, None] + _offsets(par, 3)[:, None, :]).reshape(3, -1)
         r_offsets = _offsets(red, 3)
         r_src, r_wgt = r_offsets[1], r_offsets[2]
-        self.k = r_src.size * cfg.BLOCK_IN
-        self.ftype = np.float32 if self.k * (1 << 14) < (1 << 24) else np.float64
-        self.reductions = r_src.size
         table = _table_keys(pairs)
         if table is not None:
             # every (w, x) pair once, destination w * nx + x: the product table itself
@@ -1286,6 +1298,95 @@ class _GemmPlan:
 
 
 _PLAN_CLASSES = {"GEMM": _GemmPlan, "RESET": _ResetPlan, "ALU": _AluPlan, "ALU_SRC": _AluPlan}
+
+
+def _grid_axes(rel: np.ndarray) -> list[tuple[int, int, int, int]] | None:
+    """GEMM micro-op fields ``rel`` (dst, src, wgt rows; n columns) as the axes of a grid,
+    when they are one and every axis moves the destination: ``(count, dst step, src step,
+    wgt step)``, outermost first, such that ``rel`` is ``rel[:, :1] + _offsets(axes, 3)``
+    (micro-op ``u``'s digits in the mixed radix of the counts, times the steps); else None.
+
+    Each axis is as long as all three fields keep its step; the grid found is then checked
+    on every micro-op at once: the differences between consecutive ones must be those of
+    the grid (:func:`_grid_steps`, made with list operations, which cost less than the
+    NumPy calls that would build the grid).
+    """
+    fields = rel.tolist()
+    d, s, w = fields
+    n = len(d)
+    axes, stride = [], 1  # stride: micro-ops per step of the axis being found
+    while stride < n:
+        sd, ss, sw = d[stride] - d[0], s[stride] - s[0], w[stride] - w[0]
+        count, k = 2, 2 * stride  # the first two entries of the axis define its steps
+        while k < n and (d[k], s[k], w[k]) == (d[0] + count * sd, s[0] + count * ss,
+                                                w[0] + count * sw):
+            count, k = count + 1, k + stride
+        if n % k or not sd:
+            return None
+        axes.insert(0, (count, sd, ss, sw))
+        stride = k
+    steps = [_grid_steps([(a[0], a[col]) for a in axes]) for col in (1, 2, 3)]
+    return axes if np.subtract(rel[:, 1:], rel[:, :-1], dtype=np.int64).tolist() == steps else None
+
+
+def _grid_steps(axes: list[tuple[int, int]]) -> list[int]:
+    """The differences between consecutive values of the grid of ``axes`` (``(count,
+    step)``, outermost first), in order: one fewer than its values."""
+    steps: list[int] = []
+    span = 0  # from the first value of the grid inside to its last
+    for count, step in reversed(axes):
+        # the grid inside, then the jump to its next copy, count - 1 times; the last copy
+        steps = (steps + [step - span]) * (count - 1) + steps
+        span += (count - 1) * step
+    return steps
+
+
+def _grid_table(rel: np.ndarray, par) -> tuple[list, list, tuple[int, int]] | None:
+    """The product table of GEMM micro-ops ``rel`` over the parallel loops ``par``, read
+    from their axes: ``(x_axes, w_axes, (src base, wgt base))``, axes ``(count, step)``
+    outermost first, whose grids are the ``x_keys`` and ``w_keys`` of :func:`_table_keys`
+    (the same table, found without building and sorting its pairs).
+
+    The micro-ops must be a grid (:func:`_grid_axes`) and every axis of more than one step
+    move the destination and either the input or the weight; sorted by destination step,
+    the axes must count the destinations 0..n-1 each once (each step the product of the
+    counts before it), the input axes before the weight axes.  Else None: the pairs are
+    then built and checked one by one.
+    """
+    axes = _grid_axes(rel)
+    if axes is None or rel[0, 0]:
+        return None
+    x_axes: list[tuple[int, int]] = []
+    w_axes: list[tuple[int, int]] = []
+    size = 1
+    for count, d, s, w in sorted((a for a in axes + par if a[0] > 1), key=lambda a: a[1]):
+        if d != size or (s != 0) == (w != 0) or s < 0 or w < 0 or (w == 0 and w_axes):
+            return None
+        if w == 0:
+            x_axes.insert(0, (count, s))
+        else:
+            w_axes.insert(0, (count, w))
+        size *= count
+    return x_axes, w_axes, (int(rel[1, 0]), int(rel[2, 0]))
+
+
+def _grid_index(first: int, axes: list[tuple[int, int]]) -> slice | np.ndarray:
+    """:func:`_index` of the grid of ``axes`` (``(count, step)``, outermost first, steps not
+    negative) from ``first``: a slice when its values are consecutive ascending (the
+    innermost step 1, each other the product of the counts inside it), else its values --
+    a strided view of the entry numbers it spans, copied."""
+    size, span = 1, 0
+    for count, step in reversed(axes):
+        if count > 1 and step != size:
+            size = 0  # not consecutive
+        size *= count
+        span += (count - 1) * step
+    if size:
+        return slice(first, first + size)
+    entries = np.arange(first, first + span + 1)
+    shape, steps = zip(*axes, strict=True)
+    return np.ndarray(shape, entries.dtype, entries, 0,
+                      [step * entries.itemsize for step in steps]).reshape(-1)
 
 
 def _table_keys(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
