@@ -1177,9 +1177,11 @@ class _GemmPlan:
     are gathered once.  When most of their combinations are needed, one
     batched BLAS product computes them all (the *table*, one matrix product
     per weight) and the pairs are taken from it, otherwise pairs are grouped
-    by weight.  Pairs are kept in destination order, so the sums of pairs
-    sharing a destination are contiguous and a run of consecutive destinations
-    updates ACC through a slice.  Products are exact: float32 while
+    by weight.  A conv tile's table is read from the grid of its micro-ops and
+    loops (:func:`_grid_table`), without building its pairs.  Pairs are kept in
+    destination order, so the sums of pairs sharing a destination are
+    contiguous and a run of consecutive destinations updates ACC through a
+    slice.  Products are exact: float32 while
     K * 2**14 < 2**24, float64 beyond; sums wrap to int32 like the hardware.
     """
 
@@ -1347,14 +1349,14 @@ def _grid_table(rel: np.ndarray, par) -> tuple[list, list, tuple[int, int]] | No
     outermost first, whose grids are the ``x_keys`` and ``w_keys`` of :func:`_table_keys`
     (the same table, found without building and sorting its pairs).
 
-    The micro-ops must be a grid (:func:`_grid_axes`) and every axis of more than one step
+    The micro-ops must be a grid (:func:`_grid_axes`) and every axis of more than one entry
     move the destination and either the input or the weight; sorted by destination step,
     the axes must count the destinations 0..n-1 each once (each step the product of the
     counts before it), the input axes before the weight axes.  Else None: the pairs are
     then built and checked one by one.
     """
     axes = _grid_axes(rel)
-    if axes is None or rel[0, 0]:
+    if axes is None or rel[0, 0]:  # (destinations from 0)
         return None
     x_axes: list[tuple[int, int]] = []
     w_axes: list[tuple[int, int]] = []
