@@ -716,7 +716,13 @@ def test_long_stream_decodes_in_bounded_memory(monkeypatch):
 @pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["batch1", "batch2"])
 def test_gemm_product_layouts_match_the_serial_result(layout, uops, loops, cfg):
     """Each way the plan turns products into destinations, against the one-at-a-time sum."""
-    rng = np.random.default_rng(31)
+    assert gemm_nest_plan(cfg, uops, loops, seed=31).layout == layout
+
+
+def gemm_nest_plan(cfg: Config, uops: list[Uop], loops: dict, seed: int) -> golden._GemmPlan:
+    """Run one GEMM nest on random scratchpads, check ACC and OUT against the
+    one-at-a-time sum, and return the nest's plan."""
+    rng = np.random.default_rng(seed)
     rig = Rig(cfg)
     sp = rig.model.sp
     sp.acc[:] = rand(rng, sp.acc.shape, -2**31, 2**31, np.int32)
@@ -729,8 +735,8 @@ def test_gemm_product_layouts_match_the_serial_result(layout, uops, loops, cfg):
     rig.run([insn, FINISH])
     np.testing.assert_array_equal(sp.acc, acc.astype(np.int32))
     np.testing.assert_array_equal(sp.out, out)
-    plans = [p for p in rig.model._plans.values() if isinstance(p, golden._GemmPlan)]
-    assert [p.layout for p in plans] == [layout]
+    [plan] = [p for p in rig.model._plans.values() if isinstance(p, golden._GemmPlan)]
+    return plan
 
 
 #: a conv tile as ops.conv2d makes it: micro-ops (x, channel chunk c) over output rows (the
@@ -792,21 +798,7 @@ def test_gemm_grid_tables_match_the_serial_result(monkeypatch, grid, uops, loops
     plans = []
     for table in (spy, lambda rel, par: None):  # then every plan from its pairs
         monkeypatch.setattr(golden, "_grid_table", table)
-        rng = np.random.default_rng(5)
-        rig = Rig(cfg)
-        sp = rig.model.sp
-        sp.acc[:] = rand(rng, sp.acc.shape, -2**31, 2**31, np.int32)
-        sp.inp[:] = rand(rng, sp.inp.shape, -128, 128, np.int8)
-        sp.wgt[:] = rand(rng, sp.wgt.shape, -128, 128, np.int8)
-        for k, u in enumerate(uops):
-            sp.uop[k] = int.from_bytes(encode_uop(u, cfg), "little")
-        insn = GemmInsn(opcode=Opcode.GEMM, uop_end=len(uops), **loops)
-        acc, out = nest_reference(sp, uops, insn)
-        rig.run([insn, FINISH])
-        np.testing.assert_array_equal(sp.acc, acc.astype(np.int32))
-        np.testing.assert_array_equal(sp.out, out)
-        [plan] = [p for p in rig.model._plans.values() if isinstance(p, golden._GemmPlan)]
-        plans.append(plan)
+        plans.append(gemm_nest_plan(cfg, uops, loops, seed=5))
     assert [f is not None for f in found] == [grid]
     fast, general = plans
     assert (fast.layout, fast.nx, fast.nw) == (general.layout, general.nx, general.nw)
