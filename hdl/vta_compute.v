@@ -408,9 +408,8 @@ assign evt_uop = issue;
 
 // ------------------------------------------------------------ micro-op pipeline
 wire             pipe_empty;
-wire             p_acc_we;
-wire [A-1:0]     p_acc_waddr;
-wire [ACC_W-1:0] p_acc_wdata;
+wire             ld_acc_we;
+wire [ACC_W-1:0] ld_acc_wdata;
 
 vta_compute_pipe #(
     .LOG_INP_WIDTH(LOG_INP_WIDTH), .LOG_WGT_WIDTH(LOG_WGT_WIDTH), .LOG_ACC_WIDTH(LOG_ACC_WIDTH),
@@ -429,17 +428,16 @@ vta_compute_pipe #(
     .wgt_re(wgt_re), .wgt_raddr(wgt_raddr), .wgt_rdata(wgt_rdata),
     .acc_re(acc_re), .acc_dst_raddr(acc_dst_raddr), .acc_src_raddr(acc_src_raddr),
     .acc_dst_rdata(acc_dst_rdata), .acc_src_rdata(acc_src_rdata),
-    .acc_we(p_acc_we), .acc_waddr(p_acc_waddr), .acc_wdata(p_acc_wdata),
+    .acc_we(acc_we), .acc_waddr(acc_waddr), .acc_wdata(acc_wdata),
+    .ld_we(ld_acc_we), .ld_waddr(ld_wr_idx[A-1:0]), .ld_wdata(ld_acc_wdata),
     .out_we(out_we), .out_waddr(out_waddr), .out_wdata(out_wdata),
     .empty(pipe_empty)
 );
 
-// ACC and UOP writes: the loader during a LOAD (the pipeline is empty then), else the pipeline
-assign acc_we = (state_reg == STATE_LOAD) ? (ld_wr_en && !mt_uop) : p_acc_we;
-assign acc_waddr = (state_reg == STATE_LOAD) ? ld_wr_idx[A-1:0] : p_acc_waddr;
-assign acc_wdata = (state_reg == STATE_LOAD)
-                 ? (ld_wr_pad ? {ACC_W{1'b0}} : (mt_acc ? acc_elem : acc8_wide))
-                 : p_acc_wdata;
+// ACC writes: the pipeline's, and the loader's during a LOAD (the pipeline is empty
+// then), merged in the pipeline (its data zero unless written); UOP writes: the loader's
+assign ld_acc_we = state_reg == STATE_LOAD && ld_wr_en && !mt_uop;
+assign ld_acc_wdata = (!ld_acc_we || ld_wr_pad) ? {ACC_W{1'b0}} : (mt_acc ? acc_elem : acc8_wide);
 assign uop_we = state_reg == STATE_LOAD && ld_wr_en && mt_uop;
 assign uop_waddr = ld_wr_idx[LOG_UOP_DEPTH-1:0];
 assign uop_wdata = ld_wr_pad ? {UOP_W{1'b0}} : uop_elem;
@@ -481,6 +479,10 @@ wire last_o = o_reg == iter_out - 14'd1;
 wire decode = state_reg == STATE_DECODE;
 wire bad_mem_type = !(mt_uop || mt_acc || mt_acc8);
 wire bad_alu_op = is_alu && alu_op > `VTA_ALU_MUL;
+// a MUL result is written a cycle later than others (vta_compute_pipe): nothing issues
+// in the cycle after a MUL micro-op
+wire is_mul = is_alu && alu_op == `VTA_ALU_MUL;
+reg  mul_gap_reg;
 wire bad_uop_end = uop_end > (17'd1 << LOG_UOP_DEPTH);
 wire empty_nest = uop_end <= uop_bgn || iter_out == 14'd0 || iter_in == 14'd0;
 wire cached = c_valid_reg && c_bgn_reg == uop_bgn && c_end_reg == uop_end;
@@ -499,7 +501,7 @@ wire counted_load = retire_ok && opcode == `VTA_OPCODE_LOAD && x_size != 16'd0;
 assign ld_start = decode && opcode == `VTA_OPCODE_LOAD && !bad_mem_type && x_size != 16'd0
                   && pipe_empty;
 // the run stopped (halt): no further micro-op issues (those issued complete)
-assign issue = state_reg == STATE_EXEC && !halt;
+assign issue = state_reg == STATE_EXEC && !halt && !mul_gap_reg;
 assign uop_re = state_reg == STATE_EXEC || scan_read;
 assign uop_raddr = scan_read ? scan_u_reg[LOG_UOP_DEPTH-1:0] : u_reg[LOG_UOP_DEPTH-1:0];
 assign evt_start = state_reg == STATE_POP && tokens_ok;
@@ -613,28 +615,30 @@ always @(posedge clk) begin
             state_reg <= range_bad_reg ? STATE_IDLE : STATE_EXEC;
         end
         STATE_EXEC: begin
-            // issues one micro-op per cycle
-            nuops_reg <= nuops_reg + 32'd1;
-            if (!last_u) begin
-                u_reg <= u_reg + 17'd1;
-            end else begin
-                u_reg <= uop_bgn;
-                if (!last_i) begin
-                    i_reg <= i_reg + 14'd1;
-                    i_dst_reg <= i_dst_reg + dst_f_in;
-                    i_src_reg <= i_src_reg + src_f_in;
-                    i_wgt_reg <= i_wgt_reg + wgt_f_in;
+            // issues one micro-op per cycle (a MUL instruction one every other cycle)
+            if (!mul_gap_reg) begin
+                nuops_reg <= nuops_reg + 32'd1;
+                if (!last_u) begin
+                    u_reg <= u_reg + 17'd1;
                 end else begin
-                    i_reg <= 14'd0;
-                    i_dst_reg <= 16'd0;
-                    i_src_reg <= 16'd0;
-                    i_wgt_reg <= 16'd0;
-                    o_reg <= o_reg + 14'd1;
-                    o_dst_reg <= o_dst_reg + dst_f_out;
-                    o_src_reg <= o_src_reg + src_f_out;
-                    o_wgt_reg <= o_wgt_reg + wgt_f_out;
-                    if (last_o) begin
-                        state_reg <= STATE_RETIRE;
+                    u_reg <= uop_bgn;
+                    if (!last_i) begin
+                        i_reg <= i_reg + 14'd1;
+                        i_dst_reg <= i_dst_reg + dst_f_in;
+                        i_src_reg <= i_src_reg + src_f_in;
+                        i_wgt_reg <= i_wgt_reg + wgt_f_in;
+                    end else begin
+                        i_reg <= 14'd0;
+                        i_dst_reg <= 16'd0;
+                        i_src_reg <= 16'd0;
+                        i_wgt_reg <= 16'd0;
+                        o_reg <= o_reg + 14'd1;
+                        o_dst_reg <= o_dst_reg + dst_f_out;
+                        o_src_reg <= o_src_reg + src_f_out;
+                        o_wgt_reg <= o_wgt_reg + wgt_f_out;
+                        if (last_o) begin
+                            state_reg <= STATE_RETIRE;
+                        end
                     end
                 end
             end
@@ -659,6 +663,7 @@ always @(posedge clk) begin
         state_reg <= STATE_IDLE;
     end
 
+    mul_gap_reg <= issue && is_mul;
     scan_v1_reg <= scan_read;
     scan_v2_reg <= scan_v1_reg;
     range_bad_reg <= range_bad;
@@ -680,6 +685,7 @@ always @(posedge clk) begin
         scan_v2_reg <= 1'b0;
     end
     if (rst) begin
+        mul_gap_reg <= 1'b0;
         state_reg <= STATE_IDLE;
         insn_reg <= 128'd0;
         index_reg <= 32'd0;

@@ -18,19 +18,28 @@
  *   t+6    read       ACC[dst], ACC[src] (latency 2)
  *   t+7    forward    which of the last two results replaces each ACC operand
  *   t+8    D          ACC + sum, 0 (reset), or the ALU op (vta_alu); writes
- *                     ACC[dst] and OUT[dst], and keeps the result in w1
+ *                     ACC[dst] and OUT[dst], and keeps the result in w1;
+ *                     MUL: the three 16x16 partial products are registered
+ *   t+9    E          MUL only: the partial products summed; writes ACC[dst]
+ *                     and OUT[dst], and keeps the result in w1
  *
- * Read-after-write on ACC: a micro-op reads ACC at t+6, and the writes of
- * the two micro-ops before it (at t+6 and t+7) are not in the RAM yet.
- * Their results sit in w1/w2 (newest first); at t+7 the micro-op's dst and
- * src indices are compared with theirs, and at t+8 a 3:1 mux with those
- * registered selects picks each operand.  Results equal the serial golden
- * model for any dst sequence, with no stall, also across instructions.
+ * Read-after-write on ACC: a micro-op reads ACC at t+6, and the writes made
+ * at t+6 and t+7 are not in the RAM yet.  The results written in the last two
+ * cycles sit in w1/w2 (newest first); at t+7 the micro-op's dst and src
+ * indices are compared with the address written now (D, or E for a MUL) and
+ * with w1's, and at t+8 a 3:1 mux with those registered selects picks each
+ * operand.  A result is thus visible to every micro-op whose t+7 is not
+ * before the cycle it is written in.  Results equal the serial golden model
+ * for any dst sequence, with no stall, also across instructions, given the
+ * sequencer's one rule for MUL (vta_compute): after a MUL micro-op it issues
+ * nothing in the next cycle.  Then a MUL's write at t+9 meets no write of
+ * the next micro-op (at t+10 or later) on the ACC / OUT write ports, and the
+ * next micro-op (issued at t+2 or later, its t+7 at t+9 or later) sees it.
  *
  * Indices are computed modulo the buffer depths: the engine range-checks the
  * whole nest before it issues anything.  `empty` is low while any issued
  * micro-op has not written yet.  Only `rst` clears the pipeline: micro-ops
- * already issued always complete (at most 8 cycles).
+ * already issued always complete (at most 9 cycles).
  */
 `include "vta_isa.vh"
 `include "vta_cfg.vh"
@@ -84,6 +93,10 @@ module vta_compute_pipe #(
     output wire                  acc_we,
     output wire [LOG_ACC_DEPTH-1:0] acc_waddr,
     output wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_ACC_WIDTH))-1:0] acc_wdata,
+    // a LOAD's ACC writes (only while the pipeline is empty; ld_wdata zero otherwise)
+    input  wire                  ld_we,
+    input  wire [LOG_ACC_DEPTH-1:0] ld_waddr,
+    input  wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_ACC_WIDTH))-1:0] ld_wdata,
 
     // OUT write port: the low OUT_WIDTH bits of each new ACC lane
     output wire                  out_we,
@@ -101,6 +114,15 @@ localparam integer OUT_W = LANES << LOG_INP_WIDTH;
 localparam A = LOG_ACC_DEPTH;
 // controls carried with a micro-op: {is_alu, reset, alu_op, use_imm, imm}
 localparam CTL_W = 22;
+
+// one ALU operand: 0 the RAM, 1 w1, 2 w2, 3 zero
+`define VTA_PIPE_OPERAND(q, sel, ram) \
+    case (sel) \
+        2'd0: q = ram; \
+        2'd1: q = w1_data_reg; \
+        2'd2: q = w2_data_reg; \
+        default: q = {ACC_W{1'b0}}; \
+    endcase
 
 initial begin
     if (`VTA_UOP_DST_IDX_W != LOG_ACC_DEPTH || `VTA_CFG_LOG_BATCH != LOG_BATCH
@@ -125,8 +147,19 @@ reg [47:0]        off1_reg, off2_reg; // loop offsets {dst, src, wgt} at t+1, t+
 reg [47:0]        idx3_reg;          // indices {dst, src, wgt} at t+3
 reg [5*A-1:0]     dst_reg;           // dst index at t+4 .. t+8
 reg [4*A-1:0]     src_reg;           // src index at t+4 .. t+7
-// forwarding selects for D: 0 the RAM, 1 w1, 2 w2
-reg [1:0]  fa8_reg, fb8_reg;
+// forwarding selects for D: 0 the RAM, 1 w1, 2 w2; for the operands of each ALU unit
+// (min/max, adder and multiplier, shifter) also 3, zero (the unit is not used at D, or
+// the immediate replaces the source)
+(* fsm_encoding = "none" *) reg [1:0] fa8_reg;
+(* fsm_encoding = "none" *) reg [1:0] fa_mm_reg, fb_mm_reg, fa_add_reg, fb_add_reg, fa_shr_reg, fb_shr_reg;
+// each unit's immediate operand at D (zero unless it replaces the source)
+reg [AL-1:0] imm_mm_reg, imm_add_reg, imm_shr_reg;
+// at D: MAX (else MIN); a GEMM micro-op that is no reset
+reg        max8_reg;
+reg        gemm8_reg;
+// a MUL at E (t+9) and its dst index
+reg        e_valid_reg;
+reg [A-1:0] e_dst_reg;
 // results written one and two cycles ago
 reg        w1_valid_reg;
 reg [A-1:0] w1_addr_reg;
@@ -135,16 +168,22 @@ reg [ACC_W-1:0] w1_data_reg, w2_data_reg;
 wire [CTL_W-1:0] c3 = c_reg[2*CTL_W +: CTL_W];
 wire [CTL_W-1:0] c5 = c_reg[4*CTL_W +: CTL_W];
 wire [CTL_W-1:0] c6 = c_reg[5*CTL_W +: CTL_W];
+wire [CTL_W-1:0] c7 = c_reg[6*CTL_W +: CTL_W];
 wire [CTL_W-1:0] c8 = c_reg[7*CTL_W +: CTL_W];
 wire       c3_alu = c3[CTL_W-1];
 wire       c5_alu = c5[CTL_W-1];
 wire       c5_reset = c5[CTL_W-2];
 wire       c6_reset = c6[CTL_W-2];
+wire       c7_alu = c7[CTL_W-1];
+wire       c7_reset = c7[CTL_W-2];
+wire [2:0] c7_op = c7[CTL_W-3 -: 3];
+wire       c7_imm_on = c7[16];
+wire [15:0] c7_imm = c7[15:0];
 wire       c8_alu = c8[CTL_W-1];
 wire       c8_reset = c8[CTL_W-2];
 wire [2:0] c8_op = c8[CTL_W-3 -: 3];
-wire       c8_imm_on = c8[16];
-wire [15:0] c8_imm = c8[15:0];
+// a MUL micro-op at D: it writes at E, the cycle after
+wire       mul8 = c8_alu && c8_op == `VTA_ALU_MUL;
 wire [15:0] src3 = idx3_reg[16 +: 16];
 wire [15:0] wgt3 = idx3_reg[0 +: 16];
 wire [A-1:0] dst6 = dst_reg[2*A +: A];
@@ -161,12 +200,24 @@ assign acc_re = v_reg[6] && !c6_reset;
 assign acc_dst_raddr = dst6;
 assign acc_src_raddr = src6;
 
-// t+7: which in-flight result an index read at t+6 missed, newest first: the micro-op
-// at D now (in w1 next cycle), or the one in w1 (in w2 next cycle)
-wire [1:0] fa7 = (v_reg[8] && dst8 == dst7) ? 2'd1
+// the ACC / OUT write of this cycle: a MUL at E, else a micro-op at D that is no MUL
+// (never both: the sequencer issues nothing in the cycle after a MUL)
+wire       wr_valid = e_valid_reg || (v_reg[8] && !mul8);
+wire [A-1:0] wr_addr = e_valid_reg ? e_dst_reg : dst8;
+
+// t+7: which in-flight result an index read at t+6 missed, newest first: the one
+// written now (in w1 next cycle), or the one in w1 (in w2 next cycle)
+wire [1:0] fa7 = (wr_valid && wr_addr == dst7) ? 2'd1
                : (w1_valid_reg && w1_addr_reg == dst7) ? 2'd2 : 2'd0;
-wire [1:0] fb7 = (v_reg[8] && dst8 == src7) ? 2'd1
+wire [1:0] fb7 = (wr_valid && wr_addr == src7) ? 2'd1
                : (w1_valid_reg && w1_addr_reg == src7) ? 2'd2 : 2'd0;
+
+// the ALU unit of the micro-op at t+7, and its immediate operand
+wire alu7 = v_reg[7] && c7_alu;
+wire use_mm7 = alu7 && (c7_op == `VTA_ALU_MIN || c7_op == `VTA_ALU_MAX);
+wire use_add7 = alu7 && (c7_op == `VTA_ALU_ADD || c7_op == `VTA_ALU_MUL);
+wire use_shr7 = alu7 && c7_op == `VTA_ALU_SHR;
+wire [AL-1:0] imm7 = {{(AL-16){c7_imm[15]}}, c7_imm};
 
 always @(posedge clk) begin
     v_reg <= {v_reg[7:1], issue};
@@ -180,13 +231,27 @@ always @(posedge clk) begin
     dst_reg <= {dst_reg[4*A-1:0], idx3_reg[32 +: A]};
     src_reg <= {src_reg[3*A-1:0], src3[A-1:0]};
     fa8_reg <= fa7;
-    fb8_reg <= fb7;
-    // t+8: the result, kept for forwarding
-    w1_valid_reg <= v_reg[8];
-    w1_addr_reg <= dst8;
+    fa_mm_reg <= use_mm7 ? fa7 : 2'd3;
+    fb_mm_reg <= (use_mm7 && !c7_imm_on) ? fb7 : 2'd3;
+    imm_mm_reg <= (use_mm7 && c7_imm_on) ? imm7 : {AL{1'b0}};
+    fa_add_reg <= use_add7 ? fa7 : 2'd3;
+    fb_add_reg <= (use_add7 && !c7_imm_on) ? fb7 : 2'd3;
+    imm_add_reg <= (use_add7 && c7_imm_on) ? imm7 : {AL{1'b0}};
+    fa_shr_reg <= use_shr7 ? fa7 : 2'd3;
+    fb_shr_reg <= (use_shr7 && !c7_imm_on) ? fb7 : 2'd3;
+    imm_shr_reg <= (use_shr7 && c7_imm_on) ? imm7 : {AL{1'b0}};
+    max8_reg <= c7_op == `VTA_ALU_MAX;
+    gemm8_reg <= v_reg[7] && !c7_alu && !c7_reset;
+    // t+9: a MUL's partial products are summed
+    e_valid_reg <= v_reg[8] && mul8;
+    e_dst_reg <= dst8;
+    // the result written, kept for forwarding
+    w1_valid_reg <= wr_valid;
+    w1_addr_reg <= wr_addr;
     w2_data_reg <= w1_data_reg;
     if (rst) begin
         v_reg <= 8'd0;
+        e_valid_reg <= 1'b0;
         w1_valid_reg <= 1'b0;
     end
 end
@@ -208,71 +273,80 @@ vta_gemm #(
 
 // ------------------------------------------------------------ D (t+8)
 // the operands: ACC as read, or a result the RAM does not hold yet (procedural, as the
-// result below: one evaluation per cycle in a simulator)
-reg [ACC_W-1:0] a, src;
+// result below: one evaluation per cycle in a simulator).  Each ALU unit has operands of
+// its own, zero unless it is used (so the units' results can be ORed, and a simulator
+// does not re-evaluate an unused unit), its source or immediate as one multiplexer:
+// every select was registered at t+7.
+reg [ACC_W-1:0] a, mm_a, mm_b, add_a, add_b, shr_a, shr_b;
 always @* begin
     case (fa8_reg)
         2'd1: a = w1_data_reg;
         2'd2: a = w2_data_reg;
         default: a = acc_dst_rdata;
     endcase
-    case (fb8_reg)
-        2'd1: src = w1_data_reg;
-        2'd2: src = w2_data_reg;
-        default: src = acc_src_rdata;
-    endcase
+    `VTA_PIPE_OPERAND(mm_a, fa_mm_reg, acc_dst_rdata)
+    `VTA_PIPE_OPERAND(mm_b, fb_mm_reg, acc_src_rdata)
+    `VTA_PIPE_OPERAND(add_a, fa_add_reg, acc_dst_rdata)
+    `VTA_PIPE_OPERAND(add_b, fb_add_reg, acc_src_rdata)
+    `VTA_PIPE_OPERAND(shr_a, fa_shr_reg, acc_dst_rdata)
+    `VTA_PIPE_OPERAND(shr_b, fb_shr_reg, acc_src_rdata)
+    mm_b = mm_b | {LANES{imm_mm_reg}};
+    add_b = add_b | {LANES{imm_add_reg}};
+    shr_b = shr_b | {LANES{imm_shr_reg}};
 end
-// the ALU sees operands only while an ALU micro-op is at D (else constant)
-wire alu_now = v_reg[8] && c8_alu;
-wire [ACC_W-1:0] alu_a = alu_now ? a : {ACC_W{1'b0}};
-wire [ACC_W-1:0] alu_b = !alu_now ? {ACC_W{1'b0}}
-                       : c8_imm_on ? {LANES{{(AL-16){c8_imm[15]}}, c8_imm}} : src;
 wire [ACC_W-1:0] alu_r;
+wire [ACC_W-1:0] mul_r;
 
 vta_alu #(.LANES(LANES)) alu (
-    .op(c8_op),
-    .a(alu_a),
-    .b(alu_b),
-    .r(alu_r)
+    .clk(clk),
+    .max(max8_reg),
+    .mm_a(mm_a), .mm_b(mm_b),
+    .add_a(add_a), .add_b(add_b),
+    .shr_a(shr_a), .shr_b(shr_b),
+    .r(alu_r),
+    .mul_en(v_reg[8] && mul8),
+    .mul_r(mul_r)
 );
 
-// the result and its OUT lanes (lane-wise expressions from vta_cfg.vh), computed by one
-// procedural block: Icarus re-sends a continuous concatenation once per changed lane
+// the result written this cycle and its OUT lanes (lane-wise expressions from
+// vta_cfg.vh), computed by one procedural block: Icarus re-sends a continuous
+// concatenation once per changed lane.  Each source is zero unless it is the one
+// written (the ALU's result is, as its operands are, except a MUL's at D, which is
+// not written; a reset writes zero), so the last step is an OR of four words, one
+// LUT after the ALU; it includes the LOAD's writes, which come while the pipeline is
+// empty.
 reg [ACC_W-1:0] result;
 reg [OUT_W-1:0] out_lanes;
 always @* begin
-    if (c8_alu) begin
-        result = alu_r;
-    end else if (c8_reset) begin
-        result = {ACC_W{1'b0}};
-    end else begin
-        result = `VTA_ACC_LANES_ADD(a, sum);
-    end
+    result = alu_r | (gemm8_reg ? `VTA_ACC_LANES_ADD(a, sum) : {ACC_W{1'b0}})
+           | (e_valid_reg ? mul_r : {ACC_W{1'b0}}) | ld_wdata;
     out_lanes = `VTA_ACC_LANES_LOW(result);
 end
 
 always @(posedge clk) begin
-    if (v_reg[8]) begin
+    if (wr_valid) begin
         w1_data_reg <= result;
     end
 end
 
-// ------------------------------------------------------------ writes (t+8)
-assign acc_we = v_reg[8];
-assign acc_waddr = dst8;
+// ------------------------------------------------------------ writes (t+8, MUL t+9)
+assign acc_we = wr_valid || ld_we;
+assign acc_waddr = ld_we ? ld_waddr : wr_addr;
 assign acc_wdata = result;
-assign out_we = v_reg[8] && !c8_reset;
-assign out_waddr = dst8;
+assign out_we = e_valid_reg || (v_reg[8] && !mul8 && !c8_reset);
+assign out_waddr = wr_addr;
 
 assign out_wdata = out_lanes;
 
-assign empty = v_reg == 8'd0;
+assign empty = v_reg == 8'd0 && !e_valid_reg;
 
 // micro-op bits beyond its fields (small configurations) and indices beyond the buffer
 // depths (range-checked before issue) are dropped; the
 // controls' ALU fields are not needed before D
 wire _unused_ok = &{1'b0, uop, idx3_reg, src3, wgt3, c3[CTL_W-2:0], c5[CTL_W-3:0],
-                    c6[CTL_W-1], c6[CTL_W-3:0], 1'b0};
+                    c6[CTL_W-1], c6[CTL_W-3:0], c8[16:0], 1'b0};
+
+`undef VTA_PIPE_OPERAND
 
 endmodule
 

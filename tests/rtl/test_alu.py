@@ -1,5 +1,9 @@
 """vta_alu: every ALU opcode on random and edge-case int32 lanes against NumPy.
 
+MIN/MAX, ADD and SHR are combinational units with operands of their own (zero
+while unused; ``r`` ORs the units' results); MUL is registered (its result one
+clock edge after the adder's operands, and held while ``mul_en`` is low).
+
 SHR follows decision 3 (a total function of the signed shift amount); the
 expected values are computed here from that definition, independently of the
 golden model's implementation.
@@ -10,7 +14,8 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 import pytest
-from cocotb.triggers import Timer
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, Timer
 from rtl_common import build_and_run, cfg_from_env, pack_lanes, sim_params, unpack_lanes
 
 EDGE = [0, 1, -1, 31, 32, 33, -31, -32, -33, 2**31 - 1, -(2**31), 100, -100, 255, -256]
@@ -41,11 +46,23 @@ def expected(op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+#: the unit computing each opcode (MIN, MAX, ADD, SHR, MUL): its operand ports
+UNIT = {0: "mm", 1: "mm", 2: "add", 3: "shr", 4: "add"}
+
+
 @cocotb.test()
 async def alu_ops(dut):
+    """Every opcode on 60 operand sets, the other units' operands zero.
+
+    MIN, MAX, ADD and SHR on ``r`` at once; MUL on ``mul_r`` one clock edge
+    after ``mul_en`` (and held without it).
+    """
     cfg = cfg_from_env()
     lanes = cfg.BATCH * cfg.BLOCK_OUT
     rng = np.random.default_rng(7)
+    cocotb.start_soon(Clock(dut.clk, 2, unit="ns").start())
+    dut.mul_en.value = 0
+    await FallingEdge(dut.clk)
     for trial in range(60):
         for op in range(5):
             if trial % 3 == 0:
@@ -57,12 +74,27 @@ async def alu_ops(dut):
             else:
                 a = rng.integers(-(2**31), 2**31, size=lanes)
                 b = rng.integers(-(2**31), 2**31, size=lanes)
-            dut.op.value = op
-            dut.a.value = pack_lanes(a, 32)
-            dut.b.value = pack_lanes(b, 32)
-            await Timer(1, unit="ns")
-            got = unpack_lanes(int(dut.r.value), lanes, 32)
+            for unit in set(UNIT.values()):
+                on = unit == UNIT[op]
+                getattr(dut, f"{unit}_a").value = pack_lanes(a, 32) if on else 0
+                getattr(dut, f"{unit}_b").value = pack_lanes(b, 32) if on else 0
+            dut.max.value = int(op == 1)
+            dut.mul_en.value = int(op == 4)
             want = expected(op, a, b).tolist()
+            if op == 4:
+                before = str(dut.mul_r.value)  # X before the first MUL on Icarus
+                await Timer(1, unit="ps")
+                # registered: nothing changes before the clock edge
+                assert str(dut.mul_r.value) == before, "MUL result before the clock edge"
+                await FallingEdge(dut.clk)
+                dut.mul_en.value = 0
+                # the next operands do not reach the result without mul_en
+                dut.add_a.value = pack_lanes(b, 32)
+                await FallingEdge(dut.clk)
+                got = unpack_lanes(int(dut.mul_r.value), lanes, 32)
+            else:
+                await Timer(1, unit="ps")
+                got = unpack_lanes(int(dut.r.value), lanes, 32)
             assert got == want, (
                 f"op {op}: a={a.tolist()} b={b.tolist()}: expected {want}, got {got}"
             )

@@ -4,7 +4,11 @@ INP and WGT are preloaded through the wrapper; the engine loads micro-ops and
 accumulators itself from cocotbext-axi's AxiRam (random stalls).  Random GEMM
 and ALU instructions use micro-op kernels that hit the same ACC entry one and
 two micro-ops apart (the read-after-write hazards the pipeline forwards
-around).  The OUT scratchpad is compared with the golden model's after the
+around).  MUL, whose result is written a cycle later than the others (the
+engine leaves a cycle free after each MUL micro-op), runs dependent chains
+(each micro-op's dst the next one's src or dst), immediates, loops that move
+source and destination, and non-MUL instructions and a GEMM reading its
+results; a fault and a one-cycle reset come with MUL micro-ops in flight.  The OUT scratchpad is compared with the golden model's after the
 program, and again after SHR 8, 16 and 24 over every touched entry so all 32
 bits of each ACC lane are checked.  A 256-micro-op GEMM must take at most one
 cycle per micro-op plus a small fixed overhead.  Faults: ALU opcode, memory
@@ -62,6 +66,18 @@ def build_program(cfg, rng):
         for _ in range(4)
     ]
     fast = kernel([Uop(dst_idx=48 + j, src_idx=j, wgt_idx=j) for j in range(4)])
+    # MUL kernels (mul_program): a dependent chain, each micro-op's dst the next one's
+    # src or dst; and single micro-ops for loops
+    mul_chain = kernel(
+        [
+            Uop(dst_idx=1, src_idx=2),
+            Uop(dst_idx=2, src_idx=1),
+            Uop(dst_idx=2, src_idx=2),
+            Uop(dst_idx=1, src_idx=2),
+            Uop(dst_idx=5, src_idx=1),
+        ]
+    )
+    mul_one = kernel([Uop(dst_idx=6, src_idx=7)])
     insns.append(
         MemInsn(
             opcode=Opcode.LOAD,
@@ -150,7 +166,41 @@ def build_program(cfg, rng):
                 src_factor_in=rng.randint(0, 2),
             )
         )
-    return uops, insns, fast
+    return uops, insns, fast, (mul_chain, mul_one)
+
+
+def mul_program(chain, one, fast):
+    """MUL (written a cycle later than other results) against forwarding and the issue gap."""
+    from vta.isa import AluInsn, GemmInsn, Opcode
+
+    def alu(op, kernel, **fields):
+        return AluInsn(opcode=Opcode.ALU, alu_opcode=op, uop_bgn=kernel[0], uop_end=kernel[1],
+                       **{"iter_out": 1, "iter_in": 1, **fields})
+
+    mul, add, shr, mx = 4, 2, 3, 1
+    return [
+        # a dependent chain, repeated over both loops (dst reused every iteration)
+        alu(mul, chain, iter_out=2, iter_in=2),
+        # non-MUL instructions right after, reading the MUL results
+        alu(add, chain, iter_out=2),
+        alu(mul, chain),
+        alu(shr, chain, use_imm=1, imm=3),
+        alu(mul, chain),
+        alu(mx, chain, iter_in=2),
+        # with the immediate: one dst multiplied back to back, wrapping
+        alu(mul, one, use_imm=1, imm=-3, iter_out=5),
+        alu(mul, one, use_imm=1, imm=12345, iter_out=3, iter_in=2),
+        # sources and destinations moving with the loops (some read the entry before)
+        alu(mul, one, iter_out=3, iter_in=2, dst_factor_in=1, src_factor_out=1),
+        alu(mul, one, iter_out=4, dst_factor_out=1, src_factor_out=1),
+        # squares (src = dst), then ADD of the entry just squared
+        alu(mul, one, iter_out=4, src_factor_out=0, src_factor_in=0, dst_factor_out=0),
+        alu(add, one, iter_out=2),
+        # MULs into the GEMM kernel's accumulators (dst 48..51), then a GEMM onto them
+        alu(mul, fast, use_imm=1, imm=-7),
+        alu(mul, fast),
+        GemmInsn(opcode=Opcode.GEMM, uop_bgn=fast[0], uop_end=fast[1], iter_out=1, iter_in=1),
+    ]
 
 
 def shr_program(cfg, k):
@@ -202,7 +252,7 @@ async def compute(dut):
         -3000, 3000, 64 * lanes, dtype=np.int32
     ).view(np.uint8)
     mem[ACC8_ADDR : ACC8_ADDR + 64 * lanes] = nrng.integers(0, 256, 64 * lanes, dtype=np.uint8)
-    uops, insns, fast = build_program(cfg, rng)
+    uops, insns, fast, mul_kernels = build_program(cfg, rng)
     uop_bytes = b"".join(encode_uop(u, cfg) for u in uops)
     mem[UOP_ADDR : UOP_ADDR + len(uop_bytes)] = np.frombuffer(uop_bytes, dtype=np.uint8)
     model = GoldenModel(cfg, mem.copy())
@@ -303,6 +353,8 @@ async def compute(dut):
     await execute(insns)
     assert l2g.popped == 1 and s2g.popped == 1
     await compare("program")
+    await execute(mul_program(*mul_kernels, fast))
+    await compare("MUL program")
 
     # one micro-op per cycle: 4 micro-ops x 64 iterations
     cocotb.start_soon(
@@ -369,6 +421,11 @@ async def compute(dut):
         dut.halt.value = 0
         index += 1
 
+    # every entry times 3: MUL micro-ops are in flight when the next instruction faults
+    # (and the engine is halted); they complete
+    mul_all = AluInsn(opcode=Opcode.ALU, alu_opcode=4, use_imm=1, imm=3, uop_bgn=0, uop_end=1,
+                      iter_out=64, iter_in=1, dst_factor_out=1, src_factor_out=1)
+    await execute([mul_all])
     await fault(
         AluInsn(opcode=Opcode.ALU, alu_opcode=5, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1),
         ErrorCode.BAD_ALU_OPCODE,
@@ -433,6 +490,45 @@ async def compute(dut):
     dut.g2s_full.value = 0
     # the faults wrote nothing: OUT still equals the model
     await compare("after faults")
+
+    # a one-cycle reset with MUL micro-ops in flight (one at D or at E in every cycle: two
+    # offsets): the pipeline is empty at once, and the engine is exact again after it
+    for offset in (20, 21):
+        cocotb.start_soon(send_cmd(dut, insn_word(mul_all, cfg), index))
+        while not int(dut.evt_start.value):
+            await RisingEdge(dut.clk)
+        await ClockCycles(dut.clk, offset)
+        await FallingEdge(dut.clk)
+        dut.rst.value = 1
+        await FallingEdge(dut.clk)
+        dut.rst.value = 0
+        assert int(dut.idle.value), f"reset {offset} cycles into a MUL: still busy after it"
+        index += 1
+    await execute(
+        [
+            MemInsn(
+                opcode=Opcode.LOAD,
+                memory_type=MemId.ACC,
+                dram_base=ACC_ADDR // cfg.ACC_ELEM_BYTES,
+                y_size=1,
+                x_size=64,
+                x_stride=64,
+            ),
+            AluInsn(
+                opcode=Opcode.ALU,
+                alu_opcode=2,
+                use_imm=1,
+                imm=0,
+                uop_bgn=0,
+                uop_end=1,
+                iter_out=64,
+                iter_in=1,
+                dst_factor_out=1,
+                src_factor_out=1,
+            ),
+        ]
+    )
+    await compare("after a reset")
 
 
 @pytest.mark.parametrize("simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",)))
