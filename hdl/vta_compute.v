@@ -435,9 +435,11 @@ vta_compute_pipe #(
 );
 
 // ACC writes: the pipeline's, and the loader's during a LOAD (the pipeline is empty
-// then), merged in the pipeline (its data zero unless written); UOP writes: the loader's
+// then), merged in the pipeline (its data zero outside a LOAD: selected by registers
+// only); UOP writes: the loader's
 assign ld_acc_we = state_reg == STATE_LOAD && ld_wr_en && !mt_uop;
-assign ld_acc_wdata = (!ld_acc_we || ld_wr_pad) ? {ACC_W{1'b0}} : (mt_acc ? acc_elem : acc8_wide);
+assign ld_acc_wdata = (state_reg != STATE_LOAD || ld_wr_pad) ? {ACC_W{1'b0}}
+                    : (mt_acc ? acc_elem : acc8_wide);
 assign uop_we = state_reg == STATE_LOAD && ld_wr_en && mt_uop;
 assign uop_waddr = ld_wr_idx[LOG_UOP_DEPTH-1:0];
 assign uop_wdata = ld_wr_pad ? {UOP_W{1'b0}} : uop_elem;

@@ -160,6 +160,8 @@ reg        gemm8_reg;
 // a MUL at E (t+9) and its dst index
 reg        e_valid_reg;
 reg [A-1:0] e_dst_reg;
+// a micro-op at t+2 .. t+8, or a MUL at E (for `empty`: one flip-flop instead of nine)
+reg        later_reg;
 // results written one and two cycles ago
 reg        w1_valid_reg;
 reg [A-1:0] w1_addr_reg;
@@ -245,6 +247,7 @@ always @(posedge clk) begin
     // t+9: a MUL's partial products are summed
     e_valid_reg <= v_reg[8] && mul8;
     e_dst_reg <= dst8;
+    later_reg <= v_reg[7:1] != 7'd0 || (v_reg[8] && mul8);
     // the result written, kept for forwarding
     w1_valid_reg <= wr_valid;
     w1_addr_reg <= wr_addr;
@@ -252,6 +255,7 @@ always @(posedge clk) begin
     if (rst) begin
         v_reg <= 8'd0;
         e_valid_reg <= 1'b0;
+        later_reg <= 1'b0;
         w1_valid_reg <= 1'b0;
     end
 end
@@ -338,7 +342,7 @@ assign out_waddr = wr_addr;
 
 assign out_wdata = out_lanes;
 
-assign empty = v_reg == 8'd0 && !e_valid_reg;
+assign empty = !v_reg[1] && !later_reg;
 
 // micro-op bits beyond its fields (small configurations) and indices beyond the buffer
 // depths (range-checked before issue) are dropped; the

@@ -164,8 +164,8 @@ MUTATIONS: tuple[Mutation, ...] = (
       (T_TOKENS, T_TOP)),
     # ------------------------------------------------------------ padding
     M("rtl_pad_not_zero", "hdl/vta_compute.v",
-      "= (!ld_acc_we || ld_wr_pad) ? {ACC_W{1'b0}} : (mt_acc ? acc_elem : acc8_wide);",
-      "= !ld_acc_we ? {ACC_W{1'b0}} : (mt_acc ? acc_elem : acc8_wide);",
+      "(state_reg != STATE_LOAD || ld_wr_pad) ? {ACC_W{1'b0}}",
+      "(state_reg != STATE_LOAD) ? {ACC_W{1'b0}}",
       "ACC loads write the pending element instead of zeros into pad entries",
       (T_TOP, T_COMPUTE)),
     M("rtl_pad_rows", "hdl/vta_loader.v",

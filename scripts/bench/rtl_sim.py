@@ -14,6 +14,9 @@
   STORE of the whole OUT buffer, and one STORE of one-element rows (a DMA write
   request per row); bytes per cycle of the engine's busy time against the bus
   width, on every design (``--baseline-hdl`` too).
+* **ALU opcodes**: cycles of a run (ACC load, one ALU instruction of 1,024
+  independent micro-ops, OUT store) per opcode, on Verilator, each checked
+  against the golden model: MUL issues a micro-op every other cycle.
 * **Verilator build time**: from scratch (a fresh cache folder) and from cache.
 
 Speed is the best of ``--repeat`` runs of the same stream on the same simulator
@@ -52,7 +55,7 @@ from conv2d_resnet import _cpu_name as cpu_name
 import vta
 from vta import ops
 from vta.driver import rtl
-from vta.isa import GemmInsn, MemId, MemInsn, Opcode, encode
+from vta.isa import AluInsn, GemmInsn, MemId, MemInsn, Opcode, Uop, encode, encode_uop
 from vta.programs import build_matmul
 
 
@@ -110,6 +113,46 @@ def design_from(hdl: str | None):
         yield
     finally:
         hdlgen.hdl_sources = saved
+
+
+ALU_OPS = ("MIN", "MAX", "ADD", "SHR", "MUL")
+
+
+def alu_run(dev, gold, op: int, n: int = 1024) -> int:
+    """Cycles of a run whose ALU instruction has ``n`` micro-ops of ``op`` (ACC[i] op= ACC[i+n]
+    for i < n: independent micro-ops); its OUT stored and checked against the golden model."""
+    cfg = dev.cfg
+    acc = np.random.default_rng(op).integers(-(2**31), 2**31, 2 * n * cfg.ACC_ELEM_BYTES // 4,
+                                             dtype=np.int64).astype(np.int32)
+    if op == 3:  # shift amounts: a few beyond each end
+        acc[acc.size // 2:] %= 80
+        acc[acc.size // 2:] -= 40
+    outs = []
+    for d in (dev, gold):
+        bufs = [d.alloc(acc.nbytes), d.alloc(4), d.alloc(n * cfg.OUT_ELEM_BYTES)]
+        d.write(bufs[0], acc.view(np.uint8))
+        d.write(bufs[1], np.frombuffer(encode_uop(Uop(src_idx=n), cfg), dtype=np.uint8))
+        stream = b"".join(encode(i, cfg) for i in (
+            MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, dram_base=bufs[1].addr // 4,
+                    y_size=1, x_size=1, x_stride=1),
+            MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC,
+                    dram_base=bufs[0].addr // cfg.ACC_ELEM_BYTES, y_size=1, x_size=2 * n,
+                    x_stride=2 * n),
+            AluInsn(opcode=Opcode.ALU, alu_opcode=op, uop_bgn=0, uop_end=1, iter_out=n,
+                    iter_in=1, dst_factor_out=1, src_factor_out=1, push_next_dep=1),
+            MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT,
+                    dram_base=bufs[2].addr // cfg.OUT_ELEM_BYTES, y_size=1, x_size=n,
+                    x_stride=n, pop_prev_dep=1, push_prev_dep=1),
+            GemmInsn(opcode=Opcode.FINISH, pop_next_dep=1)))
+        insns = d.alloc(len(stream))
+        d.write(insns, stream)
+        stats = d.run(insns, 5)
+        outs.append((stats.cycles, d.read(bufs[2]).copy()))
+        for b in (*bufs, insns):
+            d.free(b)
+    if not np.array_equal(outs[0][1], outs[1][1]):
+        raise SystemExit(f"ALU {ALU_OPS[op]}: OUT differs from the golden model")
+    return outs[0][0]
 
 
 def load_bandwidth(dev) -> list[tuple[str, int, int, float]]:
@@ -225,7 +268,7 @@ def main() -> None:
         print(f"| from scratch | {scratch:.1f} |\n| from cache | {cached:.3f} |\n")
 
     speed = []
-    bandwidth, rows = [], []
+    bandwidth, rows, alu = [], [], []
     designs = [("", None)] + ([("baseline ", args.baseline_hdl)] if args.baseline_hdl else [])
     for sim in args.simulators.split(","):
         sizes = [args.icarus_size or args.size] if sim == "icarus" else [args.size, args.big]
@@ -256,6 +299,9 @@ def main() -> None:
                 for label, dev, _ in devs[:len(designs)]:
                     bandwidth += [(label + cfg.name, cfg.BUS_BYTES, *row)
                                   for row in load_bandwidth(dev)]
+                with vta.open_device("golden", cfg) as gold:
+                    alu = [(label, [alu_run(dev, gold, op) for op in range(len(ALU_OPS))])
+                           for label, dev, _ in devs if label != "progress "]
                 dev = devs[0][1]
                 layers = [] if args.layers == "none" else args.layers.split(",")
                 rows = resnet(dev, layers)
@@ -267,6 +313,11 @@ def main() -> None:
               f"{r['cycles'] / r['sim_s']:,.0f} | {r['rate_min']:,.0f}-{r['rate_max']:,.0f} "
               f"(best of {r['repeat']}) | {r['cycles'] / r['e2e_s']:,.0f} | "
               f"{r['util']:.1%} | {'' if opened is None else f'{opened:.2f}'} |")
+    if alu:
+        print("\n| design (Verilator) | " + " | ".join(ALU_OPS) + " |")
+        print("|---|" + "---:|" * len(ALU_OPS))
+        for label, cycles in alu:
+            print(f"| {label or 'this'} | " + " | ".join(f"{c:,}" for c in cycles) + " |")
     if not bandwidth:
         return
     for preset in [] if args.bus_configs == "none" else args.bus_configs.split(","):

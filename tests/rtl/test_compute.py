@@ -39,6 +39,7 @@ from rtl_common import (
 
 MEM = 1 << 20
 UOP_ADDR, ACC_ADDR, ACC8_ADDR, INSN_ADDR = 0x1000, 0x4000, 0x20000, 0x40000
+ODD_ADDR = 0x10000  # odd accumulators for the MUL program
 
 
 def build_program(cfg, rng):
@@ -78,6 +79,7 @@ def build_program(cfg, rng):
         ]
     )
     mul_one = kernel([Uop(dst_idx=6, src_idx=7)])
+    mul_square = kernel([Uop(dst_idx=8, src_idx=8)])
     insns.append(
         MemInsn(
             opcode=Opcode.LOAD,
@@ -166,36 +168,45 @@ def build_program(cfg, rng):
                 src_factor_in=rng.randint(0, 2),
             )
         )
-    return uops, insns, fast, (mul_chain, mul_one)
+    return uops, insns, fast, (mul_chain, mul_one, mul_square)
 
 
-def mul_program(chain, one, fast):
-    """MUL (written a cycle later than other results) against forwarding and the issue gap."""
-    from vta.isa import AluInsn, GemmInsn, Opcode
+def mul_program(cfg, chain, one, square, fast):
+    """MUL (written a cycle later than other results) against forwarding and the issue gap.
+
+    Two parts, each from odd accumulators (ACC 0..15 loaded from ODD_ADDR): products of odd
+    numbers stay odd, so a stale or misplaced operand cannot vanish into trailing zeros.
+    """
+    from vta.isa import AluInsn, GemmInsn, MemId, MemInsn, Opcode
 
     def alu(op, kernel, **fields):
         return AluInsn(opcode=Opcode.ALU, alu_opcode=op, uop_bgn=kernel[0], uop_end=kernel[1],
                        **{"iter_out": 1, "iter_in": 1, **fields})
 
+    odd = MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC,
+                  dram_base=ODD_ADDR // cfg.ACC_ELEM_BYTES, y_size=1, x_size=16, x_stride=16)
     mul, add, shr, mx = 4, 2, 3, 1
     return [
+        odd,
         # a dependent chain, repeated over both loops (dst reused every iteration)
         alu(mul, chain, iter_out=2, iter_in=2),
-        # non-MUL instructions right after, reading the MUL results
-        alu(add, chain, iter_out=2),
-        alu(mul, chain),
-        alu(shr, chain, use_imm=1, imm=3),
-        alu(mul, chain),
-        alu(mx, chain, iter_in=2),
         # with the immediate: one dst multiplied back to back, wrapping
         alu(mul, one, use_imm=1, imm=-3, iter_out=5),
         alu(mul, one, use_imm=1, imm=12345, iter_out=3, iter_in=2),
         # sources and destinations moving with the loops (some read the entry before)
         alu(mul, one, iter_out=3, iter_in=2, dst_factor_in=1, src_factor_out=1),
         alu(mul, one, iter_out=4, dst_factor_out=1, src_factor_out=1),
-        # squares (src = dst), then ADD of the entry just squared
-        alu(mul, one, iter_out=4, src_factor_out=0, src_factor_in=0, dst_factor_out=0),
-        alu(add, one, iter_out=2),
+        # squares (src = dst), back to back
+        alu(mul, square, iter_out=4),
+    ], [
+        odd,
+        # non-MUL instructions right before and after MULs, reading their results
+        alu(mul, chain),
+        alu(add, chain, iter_out=2),
+        alu(mul, chain),
+        alu(shr, chain, use_imm=1, imm=3),
+        alu(mul, chain),
+        alu(mx, chain, iter_in=2),
         # MULs into the GEMM kernel's accumulators (dst 48..51), then a GEMM onto them
         alu(mul, fast, use_imm=1, imm=-7),
         alu(mul, fast),
@@ -252,6 +263,9 @@ async def compute(dut):
         -3000, 3000, 64 * lanes, dtype=np.int32
     ).view(np.uint8)
     mem[ACC8_ADDR : ACC8_ADDR + 64 * lanes] = nrng.integers(0, 256, 64 * lanes, dtype=np.uint8)
+    mem[ODD_ADDR : ODD_ADDR + 16 * lanes * 4] = (
+        nrng.integers(-(2**31), 2**31, 16 * lanes, dtype=np.int64).astype(np.int32) | 1
+    ).view(np.uint8)
     uops, insns, fast, mul_kernels = build_program(cfg, rng)
     uop_bytes = b"".join(encode_uop(u, cfg) for u in uops)
     mem[UOP_ADDR : UOP_ADDR + len(uop_bytes)] = np.frombuffer(uop_bytes, dtype=np.uint8)
@@ -353,8 +367,9 @@ async def compute(dut):
     await execute(insns)
     assert l2g.popped == 1 and s2g.popped == 1
     await compare("program")
-    await execute(mul_program(*mul_kernels, fast))
-    await compare("MUL program")
+    for part, program in enumerate(mul_program(cfg, *mul_kernels, fast)):
+        await execute(program)
+        await compare(f"MUL program, part {part + 1}")
 
     # one micro-op per cycle: 4 micro-ops x 64 iterations
     cocotb.start_soon(
