@@ -3,21 +3,20 @@
 `default_nettype none
 
 /*
- * vta_alu: the vector ALU, LANES int32 lanes (vta-reference 3.4).  Three
- * combinational units and a registered multiplier, each with operands of its
- * own that are zero while the unit is not used:
- *   min/max  r = min(x, y), or max(x, y) with `max` high (signed);
- *   adder    r = x + y (wrapping); its operands are also the multiplier's;
- *   shifter  r = x shifted by the signed amount y (decision 3): 0 <= y <= 31
+ * vta_alu: the vector ALU, LANES int32 lanes (vta-reference 3.4), on operands
+ * x = a, y = b of each lane.  Three combinational units, each contributing to
+ * `r` only while its enable is on (at most one is), and a registered
+ * multiplier:
+ *   min/max  min(x, y), or max(x, y) with `max` high (signed; one comparator);
+ *   adder    x + y (wrapping);
+ *   shifter  x shifted by the signed amount y (decision 3): 0 <= y <= 31
  *            arithmetic right shift by y; y >= 32 right shift by 31;
  *            -31 <= y <= -1 left shift by -y (wrapping); y <= -32 gives 0;
- *   MUL      mul_r = the low 32 bits of x * y of the adder's operands one
- *            clock edge after they were given with `mul_en` high (held
- *            while it is low).
- * `r` is the OR of the three combinational results: the result of the one
- * unit in use (f(0, 0) = 0 for each), meaningless while the adder's operands
- * are a MUL's.  No operation multiplexer: after the comparator's carry chain
- * one LUT per bit selects and merges.
+ *   MUL      mul_r = the low 32 bits of x * y one clock edge after they were
+ *            given with `mul_en` high; zero in the other cycles.
+ * `r` (and `mul_r`) are zero unless used, so the pipeline ORs its result
+ * sources.  The enables are registered and skip the unused units in a
+ * simulator; in logic each is one more input to its unit's last LUT.
  *
  * The shifter is one funnel shifter: the low 32 bits of {hi, lo} >> y[4:0],
  * with {hi, lo} = {sign(x), x} for a right shift and {x, 0} for a left shift
@@ -38,47 +37,62 @@ module vta_alu #(
     parameter LANES = 16
 ) (
     input  wire                clk,
-    // min/max unit
+    // the operands (x, y of every lane)
+    input  wire [LANES*32-1:0] a,
+    input  wire [LANES*32-1:0] b,
+    // the unit in use: min/max (MAX with max, else MIN), adder, shifter (at most one)
+    input  wire                mm_on,
     input  wire                max,
-    input  wire [LANES*32-1:0] mm_a,
-    input  wire [LANES*32-1:0] mm_b,
-    // adder (and multiplier)
-    input  wire [LANES*32-1:0] add_a,
-    input  wire [LANES*32-1:0] add_b,
-    // shifter
-    input  wire [LANES*32-1:0] shr_a,
-    input  wire [LANES*32-1:0] shr_b,
-    // min/max | sum | shift
+    input  wire                add_on,
+    input  wire                shr_on,
+    // the result of the unit in use (zero if none)
     output reg  [LANES*32-1:0] r,
-    // registers the partial products of add_a * add_b
+    // registers the partial products of a * b
     input  wire                mul_en,
-    // low 32 bits of add_a * add_b as given with mul_en one cycle before
+    // low 32 bits of a * b as given with mul_en one cycle before (else zero)
     output reg  [LANES*32-1:0] mul_r
 );
 
 integer n;
 reg signed [31:0] x, y;
 reg [63:0] funnel;
-reg [31:0] shifted, mm, sh;
+reg [31:0] shifted, sh;
 always @* begin
-    for (n = 0; n < LANES; n = n + 1) begin
-        // min / max: one comparator
-        x = mm_a[n*32 +: 32];
-        y = mm_b[n*32 +: 32];
-        mm = ((x < y) ^ max) ? x : y;
-        // shift
-        x = shr_a[n*32 +: 32];
-        y = shr_b[n*32 +: 32];
-        funnel = y[31] ? {x, 32'd0} : {{32{x[31]}}, x};
-        shifted = funnel[{1'b0, y[4:0]} +: 32];
-        if (!y[31]) begin
-            // y >= 32: by 31, every bit the sign
-            sh = (|y[30:5]) ? {32{x[31]}} : shifted;
-        end else begin
-            // y <= -32: 0
-            sh = (&y[30:5] && |y[4:0]) ? shifted : 32'd0;
+    funnel = 64'd0;
+    shifted = 32'd0;
+    sh = 32'd0;
+    x = 32'sd0;
+    y = 32'sd0;
+    r = {LANES*32{1'b0}};
+    // each unit only while used (a simulator skips the others)
+    if (mm_on) begin
+        for (n = 0; n < LANES; n = n + 1) begin
+            // one comparator
+            x = a[n*32 +: 32];
+            y = b[n*32 +: 32];
+            r[n*32 +: 32] = ((x < y) ^ max) ? x : y;
         end
-        r[n*32 +: 32] = mm | (add_a[n*32 +: 32] + add_b[n*32 +: 32]) | sh;
+    end
+    if (add_on) begin
+        for (n = 0; n < LANES; n = n + 1) begin
+            r[n*32 +: 32] = r[n*32 +: 32] | (a[n*32 +: 32] + b[n*32 +: 32]);
+        end
+    end
+    if (shr_on) begin
+        for (n = 0; n < LANES; n = n + 1) begin
+            x = a[n*32 +: 32];
+            y = b[n*32 +: 32];
+            funnel = y[31] ? {x, 32'd0} : {{32{x[31]}}, x};
+            shifted = funnel[{1'b0, y[4:0]} +: 32];
+            if (!y[31]) begin
+                // y >= 32: by 31, every bit the sign
+                sh = (|y[30:5]) ? {32{x[31]}} : shifted;
+            end else begin
+                // y <= -32: 0
+                sh = (&y[30:5] && |y[4:0]) ? shifted : 32'd0;
+            end
+            r[n*32 +: 32] = r[n*32 +: 32] | sh;
+        end
     end
 end
 
@@ -88,17 +102,25 @@ reg [LANES*16-1:0] pp_hl_reg, pp_lh_reg; // low halves of xh * yl and xl * yh
 always @(posedge clk) begin
     if (mul_en) begin
         for (n = 0; n < LANES; n = n + 1) begin
-            pp_ll_reg[n*32 +: 32] <= add_a[n*32 +: 16] * add_b[n*32 +: 16];
-            pp_hl_reg[n*16 +: 16] <= add_a[n*32 + 16 +: 16] * add_b[n*32 +: 16];
-            pp_lh_reg[n*16 +: 16] <= add_a[n*32 +: 16] * add_b[n*32 + 16 +: 16];
+            pp_ll_reg[n*32 +: 32] <= a[n*32 +: 16] * b[n*32 +: 16];
+            pp_hl_reg[n*16 +: 16] <= a[n*32 + 16 +: 16] * b[n*32 +: 16];
+            pp_lh_reg[n*16 +: 16] <= a[n*32 +: 16] * b[n*32 + 16 +: 16];
         end
     end
 end
 
+reg mul_on_reg;
+always @(posedge clk) begin
+    mul_on_reg <= mul_en;
+end
+
 always @* begin
-    for (n = 0; n < LANES; n = n + 1) begin
-        mul_r[n*32 +: 32] = pp_ll_reg[n*32 +: 32]
-            + {pp_hl_reg[n*16 +: 16] + pp_lh_reg[n*16 +: 16], 16'd0};
+    mul_r = {LANES*32{1'b0}};
+    if (mul_on_reg) begin
+        for (n = 0; n < LANES; n = n + 1) begin
+            mul_r[n*32 +: 32] = pp_ll_reg[n*32 +: 32]
+                + {pp_hl_reg[n*16 +: 16] + pp_lh_reg[n*16 +: 16], 16'd0};
+        end
     end
 end
 

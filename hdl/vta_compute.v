@@ -408,7 +408,8 @@ assign evt_uop = issue;
 
 // ------------------------------------------------------------ micro-op pipeline
 wire             pipe_empty;
-wire             ld_acc_we;
+wire             p_acc_we;
+wire [A-1:0]     p_acc_waddr;
 wire [ACC_W-1:0] ld_acc_wdata;
 
 vta_compute_pipe #(
@@ -428,16 +429,17 @@ vta_compute_pipe #(
     .wgt_re(wgt_re), .wgt_raddr(wgt_raddr), .wgt_rdata(wgt_rdata),
     .acc_re(acc_re), .acc_dst_raddr(acc_dst_raddr), .acc_src_raddr(acc_src_raddr),
     .acc_dst_rdata(acc_dst_rdata), .acc_src_rdata(acc_src_rdata),
-    .acc_we(acc_we), .acc_waddr(acc_waddr), .acc_wdata(acc_wdata),
-    .ld_we(ld_acc_we), .ld_waddr(ld_wr_idx[A-1:0]), .ld_wdata(ld_acc_wdata),
+    .acc_we(p_acc_we), .acc_waddr(p_acc_waddr), .acc_wdata(acc_wdata),
+    .ld_wdata(ld_acc_wdata),
     .out_we(out_we), .out_waddr(out_waddr), .out_wdata(out_wdata),
     .empty(pipe_empty)
 );
 
-// ACC writes: the pipeline's, and the loader's during a LOAD (the pipeline is empty
-// then), merged in the pipeline (its data zero outside a LOAD: selected by registers
-// only); UOP writes: the loader's
-assign ld_acc_we = state_reg == STATE_LOAD && ld_wr_en && !mt_uop;
+// ACC writes: the loader's during a LOAD (the pipeline is empty then), else the
+// pipeline's; the data merged in the pipeline (the loader's zero outside a LOAD:
+// selected by registers only); UOP writes: the loader's
+assign acc_we = (state_reg == STATE_LOAD) ? (ld_wr_en && !mt_uop) : p_acc_we;
+assign acc_waddr = (state_reg == STATE_LOAD) ? ld_wr_idx[A-1:0] : p_acc_waddr;
 assign ld_acc_wdata = (state_reg != STATE_LOAD || ld_wr_pad) ? {ACC_W{1'b0}}
                     : (mt_acc ? acc_elem : acc8_wide);
 assign uop_we = state_reg == STATE_LOAD && ld_wr_en && mt_uop;

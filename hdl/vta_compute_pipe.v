@@ -93,9 +93,8 @@ module vta_compute_pipe #(
     output wire                  acc_we,
     output wire [LOG_ACC_DEPTH-1:0] acc_waddr,
     output wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_ACC_WIDTH))-1:0] acc_wdata,
-    // a LOAD's ACC writes (only while the pipeline is empty; ld_wdata zero otherwise)
-    input  wire                  ld_we,
-    input  wire [LOG_ACC_DEPTH-1:0] ld_waddr,
+    // a LOAD's ACC write data, merged into acc_wdata (zero but during a LOAD, while the
+    // pipeline is empty; the engine muxes the write enable and address)
     input  wire [(1<<(LOG_BATCH+LOG_BLOCK+LOG_ACC_WIDTH))-1:0] ld_wdata,
 
     // OUT write port: the low OUT_WIDTH bits of each new ACC lane
@@ -147,15 +146,13 @@ reg [47:0]        off1_reg, off2_reg; // loop offsets {dst, src, wgt} at t+1, t+
 reg [47:0]        idx3_reg;          // indices {dst, src, wgt} at t+3
 reg [5*A-1:0]     dst_reg;           // dst index at t+4 .. t+8
 reg [4*A-1:0]     src_reg;           // src index at t+4 .. t+7
-// forwarding selects for D: 0 the RAM, 1 w1, 2 w2; for the operands of each ALU unit
-// (min/max, adder and multiplier, shifter) also 3, zero (the unit is not used at D, or
-// the immediate replaces the source)
-(* fsm_encoding = "none" *) reg [1:0] fa8_reg;
-(* fsm_encoding = "none" *) reg [1:0] fa_mm_reg, fb_mm_reg, fa_add_reg, fb_add_reg, fa_shr_reg, fb_shr_reg;
-// each unit's immediate operand at D (zero unless it replaces the source)
-reg [AL-1:0] imm_mm_reg, imm_add_reg, imm_shr_reg;
-// at D: MAX (else MIN); a GEMM micro-op that is no reset
-reg        max8_reg;
+// forwarding selects for D: 0 the RAM, 1 w1, 2 w2; for the ALU's operands also 3,
+// zero (no ALU micro-op at D, or the immediate replaces the source)
+(* fsm_encoding = "none" *) reg [1:0] fa8_reg, fa_alu_reg, fb_alu_reg;
+// the ALU's immediate operand at D (zero unless it replaces the source)
+reg [AL-1:0] imm8_reg;
+// at D: the ALU unit in use (MIN or MAX, ADD, SHR), MAX; a GEMM micro-op that is no reset
+reg        mm8_reg, max8_reg, add8_reg, shr8_reg;
 reg        gemm8_reg;
 // a MUL at E (t+9) and its dst index
 reg        e_valid_reg;
@@ -214,12 +211,8 @@ wire [1:0] fa7 = (wr_valid && wr_addr == dst7) ? 2'd1
 wire [1:0] fb7 = (wr_valid && wr_addr == src7) ? 2'd1
                : (w1_valid_reg && w1_addr_reg == src7) ? 2'd2 : 2'd0;
 
-// the ALU unit of the micro-op at t+7, and its immediate operand
+// an ALU micro-op at t+7
 wire alu7 = v_reg[7] && c7_alu;
-wire use_mm7 = alu7 && (c7_op == `VTA_ALU_MIN || c7_op == `VTA_ALU_MAX);
-wire use_add7 = alu7 && (c7_op == `VTA_ALU_ADD || c7_op == `VTA_ALU_MUL);
-wire use_shr7 = alu7 && c7_op == `VTA_ALU_SHR;
-wire [AL-1:0] imm7 = {{(AL-16){c7_imm[15]}}, c7_imm};
 
 always @(posedge clk) begin
     v_reg <= {v_reg[7:1], issue};
@@ -233,16 +226,13 @@ always @(posedge clk) begin
     dst_reg <= {dst_reg[4*A-1:0], idx3_reg[32 +: A]};
     src_reg <= {src_reg[3*A-1:0], src3[A-1:0]};
     fa8_reg <= fa7;
-    fa_mm_reg <= use_mm7 ? fa7 : 2'd3;
-    fb_mm_reg <= (use_mm7 && !c7_imm_on) ? fb7 : 2'd3;
-    imm_mm_reg <= (use_mm7 && c7_imm_on) ? imm7 : {AL{1'b0}};
-    fa_add_reg <= use_add7 ? fa7 : 2'd3;
-    fb_add_reg <= (use_add7 && !c7_imm_on) ? fb7 : 2'd3;
-    imm_add_reg <= (use_add7 && c7_imm_on) ? imm7 : {AL{1'b0}};
-    fa_shr_reg <= use_shr7 ? fa7 : 2'd3;
-    fb_shr_reg <= (use_shr7 && !c7_imm_on) ? fb7 : 2'd3;
-    imm_shr_reg <= (use_shr7 && c7_imm_on) ? imm7 : {AL{1'b0}};
+    fa_alu_reg <= alu7 ? fa7 : 2'd3;
+    fb_alu_reg <= (alu7 && !c7_imm_on) ? fb7 : 2'd3;
+    imm8_reg <= (alu7 && c7_imm_on) ? {{(AL-16){c7_imm[15]}}, c7_imm} : {AL{1'b0}};
+    mm8_reg <= alu7 && (c7_op == `VTA_ALU_MIN || c7_op == `VTA_ALU_MAX);
     max8_reg <= c7_op == `VTA_ALU_MAX;
+    add8_reg <= alu7 && c7_op == `VTA_ALU_ADD;
+    shr8_reg <= alu7 && c7_op == `VTA_ALU_SHR;
     gemm8_reg <= v_reg[7] && !c7_alu && !c7_reset;
     // t+9: a MUL's partial products are summed
     e_valid_reg <= v_reg[8] && mul8;
@@ -277,36 +267,31 @@ vta_gemm #(
 
 // ------------------------------------------------------------ D (t+8)
 // the operands: ACC as read, or a result the RAM does not hold yet (procedural, as the
-// result below: one evaluation per cycle in a simulator).  Each ALU unit has operands of
-// its own, zero unless it is used (so the units' results can be ORed, and a simulator
-// does not re-evaluate an unused unit), its source or immediate as one multiplexer:
-// every select was registered at t+7.
-reg [ACC_W-1:0] a, mm_a, mm_b, add_a, add_b, shr_a, shr_b;
+// result below: one evaluation per cycle in a simulator).  The ALU sees operands only
+// while an ALU micro-op is at D (else zero), its source or immediate as one
+// multiplexer: every select was registered at t+7.
+reg [ACC_W-1:0] a, alu_a, alu_b;
 always @* begin
     case (fa8_reg)
         2'd1: a = w1_data_reg;
         2'd2: a = w2_data_reg;
         default: a = acc_dst_rdata;
     endcase
-    `VTA_PIPE_OPERAND(mm_a, fa_mm_reg, acc_dst_rdata)
-    `VTA_PIPE_OPERAND(mm_b, fb_mm_reg, acc_src_rdata)
-    `VTA_PIPE_OPERAND(add_a, fa_add_reg, acc_dst_rdata)
-    `VTA_PIPE_OPERAND(add_b, fb_add_reg, acc_src_rdata)
-    `VTA_PIPE_OPERAND(shr_a, fa_shr_reg, acc_dst_rdata)
-    `VTA_PIPE_OPERAND(shr_b, fb_shr_reg, acc_src_rdata)
-    mm_b = mm_b | {LANES{imm_mm_reg}};
-    add_b = add_b | {LANES{imm_add_reg}};
-    shr_b = shr_b | {LANES{imm_shr_reg}};
+    `VTA_PIPE_OPERAND(alu_a, fa_alu_reg, acc_dst_rdata)
+    `VTA_PIPE_OPERAND(alu_b, fb_alu_reg, acc_src_rdata)
+    alu_b = alu_b | {LANES{imm8_reg}};
 end
 wire [ACC_W-1:0] alu_r;
 wire [ACC_W-1:0] mul_r;
 
 vta_alu #(.LANES(LANES)) alu (
     .clk(clk),
+    .a(alu_a),
+    .b(alu_b),
+    .mm_on(mm8_reg),
     .max(max8_reg),
-    .mm_a(mm_a), .mm_b(mm_b),
-    .add_a(add_a), .add_b(add_b),
-    .shr_a(shr_a), .shr_b(shr_b),
+    .add_on(add8_reg),
+    .shr_on(shr8_reg),
     .r(alu_r),
     .mul_en(v_reg[8] && mul8),
     .mul_r(mul_r)
@@ -322,8 +307,10 @@ vta_alu #(.LANES(LANES)) alu (
 reg [ACC_W-1:0] result;
 reg [OUT_W-1:0] out_lanes;
 always @* begin
-    result = alu_r | (gemm8_reg ? `VTA_ACC_LANES_ADD(a, sum) : {ACC_W{1'b0}})
-           | (e_valid_reg ? mul_r : {ACC_W{1'b0}}) | ld_wdata;
+    result = alu_r | mul_r | ld_wdata;
+    if (gemm8_reg) begin
+        result = result | `VTA_ACC_LANES_ADD(a, sum);
+    end
     out_lanes = `VTA_ACC_LANES_LOW(result);
 end
 
@@ -334,8 +321,8 @@ always @(posedge clk) begin
 end
 
 // ------------------------------------------------------------ writes (t+8, MUL t+9)
-assign acc_we = wr_valid || ld_we;
-assign acc_waddr = ld_we ? ld_waddr : wr_addr;
+assign acc_we = wr_valid;
+assign acc_waddr = wr_addr;
 assign acc_wdata = result;
 assign out_we = e_valid_reg || (v_reg[8] && !mul8 && !c8_reset);
 assign out_waddr = wr_addr;

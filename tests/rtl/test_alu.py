@@ -1,8 +1,8 @@
 """vta_alu: every ALU opcode on random and edge-case int32 lanes against NumPy.
 
-MIN/MAX, ADD and SHR are combinational units with operands of their own (zero
-while unused; ``r`` ORs the units' results); MUL is registered (its result one
-clock edge after the adder's operands, and held while ``mul_en`` is low).
+MIN/MAX, ADD and SHR are combinational units, each counting only with its enable
+(``r`` is zero when none is on); MUL is registered (its result one clock edge
+after the operands given with ``mul_en``, zero in other cycles).
 
 SHR follows decision 3 (a total function of the signed shift amount); the
 expected values are computed here from that definition, independently of the
@@ -46,16 +46,12 @@ def expected(op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-#: the unit computing each opcode (MIN, MAX, ADD, SHR, MUL): its operand ports
-UNIT = {0: "mm", 1: "mm", 2: "add", 3: "shr", 4: "add"}
-
-
 @cocotb.test()
 async def alu_ops(dut):
-    """Every opcode on 60 operand sets, the other units' operands zero.
+    """Every opcode on 60 operand sets, only its unit enabled.
 
     MIN, MAX, ADD and SHR on ``r`` at once; MUL on ``mul_r`` one clock edge
-    after ``mul_en`` (and held without it).
+    after ``mul_en`` (zero the cycle after), ``r`` zero meanwhile.
     """
     cfg = cfg_from_env()
     lanes = cfg.BATCH * cfg.BLOCK_OUT
@@ -74,11 +70,12 @@ async def alu_ops(dut):
             else:
                 a = rng.integers(-(2**31), 2**31, size=lanes)
                 b = rng.integers(-(2**31), 2**31, size=lanes)
-            for unit in set(UNIT.values()):
-                on = unit == UNIT[op]
-                getattr(dut, f"{unit}_a").value = pack_lanes(a, 32) if on else 0
-                getattr(dut, f"{unit}_b").value = pack_lanes(b, 32) if on else 0
+            dut.a.value = pack_lanes(a, 32)
+            dut.b.value = pack_lanes(b, 32)
+            dut.mm_on.value = int(op in (0, 1))
             dut.max.value = int(op == 1)
+            dut.add_on.value = int(op == 2)
+            dut.shr_on.value = int(op == 3)
             dut.mul_en.value = int(op == 4)
             want = expected(op, a, b).tolist()
             if op == 4:
@@ -88,10 +85,13 @@ async def alu_ops(dut):
                 assert str(dut.mul_r.value) == before, "MUL result before the clock edge"
                 await FallingEdge(dut.clk)
                 dut.mul_en.value = 0
-                # the next operands do not reach the result without mul_en
-                dut.add_a.value = pack_lanes(b, 32)
-                await FallingEdge(dut.clk)
+                # the next operands do not change the result without mul_en
+                dut.a.value = pack_lanes(b, 32)
+                await Timer(1, unit="ps")
                 got = unpack_lanes(int(dut.mul_r.value), lanes, 32)
+                assert int(dut.r.value) == 0, "a unit's result reaches r without its enable"
+                await FallingEdge(dut.clk)
+                assert int(dut.mul_r.value) == 0, "a product without mul_en the cycle before"
             else:
                 await Timer(1, unit="ps")
                 got = unpack_lanes(int(dut.r.value), lanes, 32)

@@ -8,8 +8,9 @@ around).  MUL, whose result is written a cycle later than the others (the
 engine leaves a cycle free after each MUL micro-op), runs dependent chains
 (each micro-op's dst the next one's src or dst), immediates, loops that move
 source and destination, and non-MUL instructions and a GEMM reading its
-results; a fault and a one-cycle reset come with MUL micro-ops in flight.  The OUT scratchpad is compared with the golden model's after the
-program, and again after SHR 8, 16 and 24 over every touched entry so all 32
+results; a fault and a one-cycle reset come with MUL micro-ops in flight.
+The OUT scratchpad is compared with the golden model's after the program
+and the MUL program, and again after SHR 8, 16 and 24 over every touched entry so all 32
 bits of each ACC lane are checked.  A 256-micro-op GEMM must take at most one
 cycle per micro-op plus a small fixed overhead.  Faults: ALU opcode, memory
 type, uop_end and micro-op index + loop offsets beyond their buffers.
