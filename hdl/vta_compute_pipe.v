@@ -157,7 +157,7 @@ reg        gemm8_reg;
 // a MUL at E (t+9) and its dst index
 reg        e_valid_reg;
 reg [A-1:0] e_dst_reg;
-// a micro-op at t+2 .. t+8, or a MUL at E (for `empty`: one flip-flop instead of nine)
+// a micro-op at t+2 .. t+8 (for `empty`: one flip-flop instead of seven)
 reg        later_reg;
 // results written one and two cycles ago
 reg        w1_valid_reg;
@@ -237,7 +237,7 @@ always @(posedge clk) begin
     // t+9: a MUL's partial products are summed
     e_valid_reg <= v_reg[8] && mul8;
     e_dst_reg <= dst8;
-    later_reg <= v_reg[7:1] != 7'd0 || (v_reg[8] && mul8);
+    later_reg <= v_reg[7:1] != 7'd0;
     // the result written, kept for forwarding
     w1_valid_reg <= wr_valid;
     w1_addr_reg <= wr_addr;
@@ -300,16 +300,17 @@ vta_alu #(.LANES(LANES)) alu (
 // the result written this cycle and its OUT lanes (lane-wise expressions from
 // vta_cfg.vh), computed by one procedural block: Icarus re-sends a continuous
 // concatenation once per changed lane.  Each source is zero unless it is the one
-// written (the ALU's result is, as its operands are, except a MUL's at D, which is
-// not written; a reset writes zero), so the last step is an OR of four words, one
-// LUT after the ALU; it includes the LOAD's writes, which come while the pipeline is
-// empty.
+// written (the ALU's result and E's product are zero unless used, a LOAD's element
+// outside a LOAD, while the pipeline is empty; a reset writes zero), so the last step
+// is one LUT after the ALU: the GEMM sum, or the OR of the others (the GEMM sum is
+// not ORed in, so a simulator adds it only for a GEMM micro-op).
 reg [ACC_W-1:0] result;
 reg [OUT_W-1:0] out_lanes;
 always @* begin
-    result = alu_r | mul_r | ld_wdata;
     if (gemm8_reg) begin
-        result = result | `VTA_ACC_LANES_ADD(a, sum);
+        result = `VTA_ACC_LANES_ADD(a, sum);
+    end else begin
+        result = alu_r | mul_r | ld_wdata;
     end
     out_lanes = `VTA_ACC_LANES_LOW(result);
 end
@@ -329,7 +330,7 @@ assign out_waddr = wr_addr;
 
 assign out_wdata = out_lanes;
 
-assign empty = !v_reg[1] && !later_reg;
+assign empty = !v_reg[1] && !later_reg && !e_valid_reg;
 
 // micro-op bits beyond its fields (small configurations) and indices beyond the buffer
 // depths (range-checked before issue) are dropped; the
