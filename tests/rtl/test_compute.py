@@ -326,6 +326,8 @@ async def compute(dut):
             await RisingEdge(dut.clk)
 
     # zero ACC/OUT 0..63 as the model has them (reset, then ALU ADD 0 writes OUT)
+    add_zero_all = AluInsn(opcode=Opcode.ALU, alu_opcode=2, use_imm=1, imm=0, uop_bgn=0,
+                           uop_end=1, iter_out=64, iter_in=1, dst_factor_out=1)
     zero_uop = [Uop()]
     zu = encode_uop(zero_uop[0], cfg)
     ram.write(UOP_ADDR + 4096, zu)
@@ -349,17 +351,7 @@ async def compute(dut):
                 iter_in=1,
                 dst_factor_out=1,
             ),
-            AluInsn(
-                opcode=Opcode.ALU,
-                alu_opcode=2,
-                use_imm=1,
-                imm=0,
-                uop_bgn=0,
-                uop_end=1,
-                iter_out=64,
-                iter_in=1,
-                dst_factor_out=1,
-            ),
+            add_zero_all,
         ],
         golden=False,
     )
@@ -530,18 +522,7 @@ async def compute(dut):
                 x_size=64,
                 x_stride=64,
             ),
-            AluInsn(
-                opcode=Opcode.ALU,
-                alu_opcode=2,
-                use_imm=1,
-                imm=0,
-                uop_bgn=0,
-                uop_end=1,
-                iter_out=64,
-                iter_in=1,
-                dst_factor_out=1,
-                src_factor_out=1,
-            ),
+            add_zero_all,
         ]
     )
     await compare("after a reset")
