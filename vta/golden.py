@@ -473,7 +473,7 @@ class GoldenModel:
         if (sram_fits and step >= row_bytes and start + y_size * step <= self.mem.size
                 and self.bus_error is None):
             # the view made directly (cheaper than slicing, reshaping and slicing again)
-            return np.ndarray((y_size, row_bytes), np.uint8, self.mem, start, (step, 1))
+            return _rows_of(self.mem, start, y_size, row_bytes, step)
         return None
 
     def _dram_rows(self, engine: str, index: int, dram_base: int, y_size: int, x_size: int,
@@ -1039,11 +1039,15 @@ def _index(values: np.ndarray, increasing: bool = False) -> slice | np.ndarray:
     return values
 
 
-def _rows_of(flat: np.ndarray, start: int, rows: int, row_len: int) -> np.ndarray:
-    """``flat[start:start + rows * row_len].reshape(rows, row_len)`` of a contiguous 1-D
-    array, made directly (one call instead of three: a LOAD or STORE copies only a few rows)."""
+def _rows_of(flat: np.ndarray, start: int, rows: int, row_len: int,
+             step: int | None = None) -> np.ndarray:
+    """``rows`` rows of ``row_len`` elements of a contiguous 1-D array, from element
+    ``start``, each ``step`` elements after the one before (default ``row_len``: then
+    ``flat[start:start + rows * row_len].reshape(rows, row_len)``), as a view made directly
+    (one call instead of three: a LOAD or STORE copies only a few rows)."""
     size = flat.itemsize
-    return np.ndarray((rows, row_len), flat.dtype, flat, start * size, (row_len * size, size))
+    step = row_len if step is None else step
+    return np.ndarray((rows, row_len), flat.dtype, flat, start * size, (step * size, size))
 
 
 def _take(array: np.ndarray, rows: slice | np.ndarray) -> np.ndarray:
