@@ -365,6 +365,7 @@ reg        c_valid_reg;        // cache of the last scanned range
 reg [16:0] c_bgn_reg;
 reg [16:0] c_end_reg;
 
+// the micro-op's indices, zero-extended (the range scan's and the pipeline's)
 wire [15:0] u_dst = {{(16-`VTA_UOP_DST_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_DST_IDX_LO +: `VTA_UOP_DST_IDX_W]};
 wire [15:0] u_src = {{(16-`VTA_UOP_SRC_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_SRC_IDX_LO +: `VTA_UOP_SRC_IDX_W]};
 wire [15:0] u_wgt = {{(16-`VTA_UOP_WGT_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_WGT_IDX_LO +: `VTA_UOP_WGT_IDX_W]};
@@ -424,7 +425,7 @@ vta_compute_pipe #(
     .o_src(o_src_reg), .i_src(i_src_reg),
     .o_wgt(o_wgt_reg), .i_wgt(i_wgt_reg),
     .is_alu(is_alu), .reset(reset_reg), .alu_op(alu_op), .use_imm(use_imm), .imm(imm),
-    .uop(uop_rdata),
+    .uop_idx({u_dst, u_src, u_wgt}),
     .inp_re(inp_re), .inp_raddr(inp_raddr), .inp_rdata(inp_rdata),
     .wgt_re(wgt_re), .wgt_raddr(wgt_raddr), .wgt_rdata(wgt_rdata),
     .acc_re(acc_re), .acc_dst_raddr(acc_dst_raddr), .acc_src_raddr(acc_src_raddr),

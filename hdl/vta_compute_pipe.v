@@ -73,8 +73,9 @@ module vta_compute_pipe #(
     input  wire [2:0]            alu_op,
     input  wire                  use_imm,
     input  wire [15:0]           imm,
-    // the micro-op read at issue, two cycles later
-    input  wire [`VTA_UOP_W-1:0] uop,
+    // the micro-op read at issue, two cycles later: its {dst, src, wgt} indices,
+    // each zero-extended to 16 bits (decoded by vta_compute)
+    input  wire [47:0]           uop_idx,
 
     // INP and WGT scratchpad read ports (latency 2)
     output wire                  inp_re,
@@ -130,11 +131,6 @@ initial begin
         $finish;
     end
 end
-
-// micro-op fields (the unused high bits of the 16-bit sums are dropped below)
-wire [15:0] u_dst = {{(16-`VTA_UOP_DST_IDX_W){1'b0}}, uop[`VTA_UOP_DST_IDX_LO +: `VTA_UOP_DST_IDX_W]};
-wire [15:0] u_src = {{(16-`VTA_UOP_SRC_IDX_W){1'b0}}, uop[`VTA_UOP_SRC_IDX_LO +: `VTA_UOP_SRC_IDX_W]};
-wire [15:0] u_wgt = {{(16-`VTA_UOP_WGT_IDX_W){1'b0}}, uop[`VTA_UOP_WGT_IDX_LO +: `VTA_UOP_WGT_IDX_W]};
 
 // ------------------------------------------------------------ stages t+1 .. t+8
 // Each kind of stage register is one shift register (stage k in slice k of v_reg, in
@@ -221,8 +217,9 @@ always @(posedge clk) begin
     off1_reg <= {o_dst + i_dst, o_src + i_src, o_wgt + i_wgt};
     off2_reg <= off1_reg;
     // t+2: indices
-    idx3_reg <= {u_dst + off2_reg[32 +: 16], u_src + off2_reg[16 +: 16],
-                 u_wgt + off2_reg[0 +: 16]};
+    // (the unused high bits of the 16-bit sums are dropped below)
+    idx3_reg <= {uop_idx[32 +: 16] + off2_reg[32 +: 16], uop_idx[16 +: 16] + off2_reg[16 +: 16],
+                 uop_idx[0 +: 16] + off2_reg[0 +: 16]};
     dst_reg <= {dst_reg[4*A-1:0], idx3_reg[32 +: A]};
     src_reg <= {src_reg[3*A-1:0], src3[A-1:0]};
     fa8_reg <= fa7;
@@ -335,7 +332,7 @@ assign empty = !v_reg[1] && !later_reg && !e_valid_reg;
 // micro-op bits beyond its fields (small configurations) and indices beyond the buffer
 // depths (range-checked before issue) are dropped; the
 // controls' ALU fields are not needed before D
-wire _unused_ok = &{1'b0, uop, idx3_reg, src3, wgt3, c3[CTL_W-2:0], c5[CTL_W-3:0],
+wire _unused_ok = &{1'b0, idx3_reg, src3, wgt3, c3[CTL_W-2:0], c5[CTL_W-3:0],
                     c6[CTL_W-1], c6[CTL_W-3:0], c8[16:0], 1'b0};
 
 `undef VTA_PIPE_OPERAND

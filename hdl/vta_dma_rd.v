@@ -21,7 +21,10 @@
  *
  * `halt` (a run stopped on a fault) drops the requests not yet issued and
  * discards the data of bursts already issued; `idle` is high when no burst is
- * pending or owed, so a new run starts on a quiet bus.
+ * pending or owed, so a new run starts on a quiet bus.  Read data goes to the
+ * client RID names whether halted or not (the routing does not wait on the
+ * fault logic): a client ignores its beats while halted (its read port is held
+ * in reset by the same `halt`).
  */
 module vta_dma_rd #(
     // Number of clients (ARID = client number).
@@ -280,7 +283,7 @@ assign bus_err_addr = inflight_head[r_sel[CW-1:0]*ADDR_WIDTH +: ADDR_WIDTH];
 
 generate
     for (g = 0; g < N; g = g + 1) begin : route
-        assign rd_valid[g] = r_valid && !halt && r_hot[g];
+        assign rd_valid[g] = r_valid && r_hot[g];
     end
 endgenerate
 

@@ -16,7 +16,9 @@
  *     request in flight, the lane of its first element and its length.
  *
  * The element output delivers at most one element per cycle.  `halt` drops
- * everything in flight (the read engine discards the data).
+ * everything in flight (the read engine discards the data): from the cycle
+ * after it rises, the port is empty and ignores the beats still shown to it
+ * (in its first cycle, an element may still go out, from the state before).
  */
 module vta_dma_rd_port #(
     // log2 of the element size in bytes.

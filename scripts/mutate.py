@@ -232,6 +232,18 @@ MUTATIONS: tuple[Mutation, ...] = (
       "halt_base_reg <= error_next || (pending_next && !start_ok);",
       "CLEAR releases the engines while a stopped run's DMA beats are still owed (issue 7.1)",
       (T_TOP_FAULTS, T_BACKEND)),
+    M("rtl_rd_port_keeps_halted", "hdl/vta_dma_rd_port.v",
+      "        if (rst || halt) begin\n            first_reg <= 1'b1;",
+      "        if (rst) begin\n            first_reg <= 1'b1;",
+      "a narrow read port keeps a halted read's requests and turns the beats still shown into "
+      "elements",
+      (T_DMA, T_TOP_FAULTS)),
+    M("rtl_rd_halt_waits_client", "hdl/vta_dma_rd.v",
+      "assign r_ready = halt || !r_known || |(r_hot & rd_ready);",
+      "assign r_ready = !r_known || |(r_hot & rd_ready);",
+      "while halted, the read engine waits for the clients to take their beats instead of "
+      "dropping them",
+      (T_DMA, T_TOP_FAULTS)),
     M("rtl_start_no_clear_counters", "hdl/vta_regs.v",
       "                    clear_cnt = 1'b1;",
       "                    clear_cnt = 1'b0;",

@@ -7,7 +7,7 @@ elements narrower than the bus and one wider, over requests that start and
 end mid-beat, cross 4 KiB pages and exceed 256 beats.  Checked: every element
 equals the RAM bytes at its address, every write lands exactly under its
 strobes, and every burst on AR/AW is INCR, full-width, at most 256 beats and
-inside one 4 KiB page.
+inside one 4 KiB page.  A second test halts reads in flight (see ``dma_halt``).
 """
 
 from __future__ import annotations
@@ -94,30 +94,28 @@ async def read_stream(dut, port, log_e, reqs, ram_bytes, rng, errors):
             got += 1
 
 
-@cocotb.test()
-async def dma(dut):
+async def start_with_ram(dut, rng, stall_seed):
+    """Inputs idle, an AxiRam of random bytes stalling every channel at random, reset done."""
     from cocotbext.axi import AxiBus, AxiRam
 
-    log_bus = int(os.environ["VTA_LOG_BUS"])
-    log_bb = log_bus - 3
-    log_e = (int(os.environ["VTA_LOG_E0"]), int(os.environ["VTA_LOG_E1"]))
-    for s in (
-        "halt",
-        "p0_req_valid",
-        "p1_req_valid",
-        "p0_elem_ready",
-        "p1_elem_ready",
-        "wr_req_valid",
-        "wr_valid",
-    ):
+    for s in ("halt", "p0_req_valid", "p1_req_valid", "p0_elem_ready", "p1_elem_ready",
+              "wr_req_valid", "wr_valid"):
         getattr(dut, s).value = 0
     ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=MEM)
     logging.getLogger("cocotb").setLevel(logging.WARNING)
-    stall_axi_ram(ram, seed=3, busy=0.3)
-    rng = random.Random(9)
+    stall_axi_ram(ram, seed=stall_seed, busy=0.3)
     init = bytes(rng.getrandbits(8) for _ in range(MEM))
     ram.write(0, init)
     await start_clock_reset(dut)
+    return ram, init
+
+
+@cocotb.test()
+async def dma(dut):
+    log_bb = int(os.environ["VTA_LOG_BUS"]) - 3
+    log_e = (int(os.environ["VTA_LOG_E0"]), int(os.environ["VTA_LOG_E1"]))
+    rng = random.Random(9)
+    ram, init = await start_with_ram(dut, rng, stall_seed=3)
     errors = []
     cocotb.start_soon(burst_monitor(dut, "ar", log_bb, errors))
     cocotb.start_soon(burst_monitor(dut, "aw", log_bb, errors))
@@ -194,6 +192,87 @@ async def dma(dut):
     assert not diff, f"{len(diff)} bytes differ, first at 0x{diff[0]:x}"
     assert not errors, errors[:5]
     await ClockCycles(dut.clk, 2)
+
+
+@cocotb.test()
+async def dma_halt(dut):
+    """A halt with long reads in flight on both streams, AR and R stalled at random.
+
+    Checked: the elements handed over before the halt are the right ones; none is
+    handed over after the halt's first cycle; the engine drains every beat still
+    owed (``rd_idle``) while halted; and after the halt is released, new reads on
+    both streams get exactly their own data, none of the stopped reads' beats.
+    """
+    log_bb = int(os.environ["VTA_LOG_BUS"]) - 3
+    log_e = (int(os.environ["VTA_LOG_E0"]), int(os.environ["VTA_LOG_E1"]))
+    rng = random.Random(11)
+    _, init = await start_with_ram(dut, rng, stall_seed=5)
+
+    ports = ("p0", "p1")
+    streams = list(zip(ports, log_e, strict=True))
+    # 640 beats each: several bursts per stream still owed when the halt comes
+    reqs = {port: (0x4000 * (i + 1), (640 << log_bb) >> le) for i, (port, le) in enumerate(streams)}
+    await FallingEdge(dut.clk)
+    for port in ports:
+        addr, n = reqs[port]
+        getattr(dut, f"{port}_req_valid").value = 1
+        getattr(dut, f"{port}_req_addr").value = addr
+        getattr(dut, f"{port}_req_n").value = n
+    taken = set()
+    while len(taken) < 2:
+        await RisingEdge(dut.clk)
+        for port in ports:
+            if int(getattr(dut, f"{port}_req_ready").value):
+                taken.add(port)
+        await FallingEdge(dut.clk)
+        for port in taken:
+            getattr(dut, f"{port}_req_valid").value = 0
+
+    got = {port: 0 for port in ports}
+    after_first = {port: 0 for port in ports}  # elements handed over after the halt's first cycle
+    halt_edges = 0
+    for _ in range(5000):
+        await FallingEdge(dut.clk)
+        if got["p0"] >= 16 and got["p1"] >= 2:
+            dut.halt.value = 1
+        for port in ports:
+            getattr(dut, f"{port}_elem_ready").value = int(rng.random() < 0.7)
+        await RisingEdge(dut.clk)
+        halted = int(dut.halt.value)
+        halt_edges += halted
+        for port, le in streams:
+            if int(getattr(dut, f"{port}_elem_ready").value) and int(
+                getattr(dut, f"{port}_elem_valid").value
+            ):
+                addr = reqs[port][0] + (got[port] << le)
+                want = init[addr : addr + (1 << le)]
+                data = int(getattr(dut, f"{port}_elem_data").value).to_bytes(1 << le, "little")
+                assert data == want, f"{port} element {got[port]} before the halt is wrong"
+                got[port] += 1
+                if halt_edges > 1:
+                    after_first[port] += 1
+        if halted and int(dut.rd_idle.value):
+            break
+    else:
+        raise AssertionError(f"rd_idle stayed low for {halt_edges} halted cycles: beats still owed")
+    assert got["p0"] < reqs["p0"][1] and got["p1"] < reqs["p1"][1], (
+        f"the halt came after the reads ended ({got}): the test stops nothing"
+    )
+    assert after_first == {"p0": 0, "p1": 0}, f"elements handed over while halted: {after_first}"
+
+    await FallingEdge(dut.clk)
+    dut.halt.value = 0
+    for port in ports:
+        getattr(dut, f"{port}_elem_ready").value = 0
+    errors = []
+    fresh = []
+    for i, (port, le) in enumerate(streams):
+        small = [(0x30000 + (i << 12), 5), (rng.randrange(0, (MEM >> le) - 40) << le, 37)]
+        stream = read_stream(dut, port, le, small, init, random.Random(20 + i), errors)
+        fresh.append(cocotb.start_soon(stream))
+    for task in fresh:
+        await task
+    assert not errors, errors[:5]
 
 
 @pytest.mark.parametrize(
