@@ -1,19 +1,20 @@
 """The golden model's fast paths give exactly what its general paths give.
 
-Five fast paths: a LOAD or STORE without padding whose rows do not overlap and lie inside
+Six fast paths: a LOAD or STORE without padding whose rows do not overlap and lie inside
 memory with their whole strides (and no bus-error window) is one slice assignment
-(``GoldenModel._plain_rows``); an ALU operation with an immediate over one slice of distinct
-ACC entries is deferred and applied together with the next ones on the same entries
-(``Scratchpads.defer``); a GEMM into one slice of ACC entries writes their OUT entries only
-when they are settled (``Scratchpads.defer_out``); a reset of one slice waits, and a GEMM
-into exactly that slice then writes its sums (``Scratchpads.defer_reset``); a nest whose
-micro-ops are those of an earlier nest with every field shifted is not decoded again
+(``GoldenModel._plain_step``), and such STOREs wait to be copied together with the next ones
+that continue their pattern (``Scratchpads.store``); an ALU operation with an immediate over
+one slice of distinct ACC entries is deferred and applied together with the next ones on the
+same entries (``Scratchpads.defer``); a GEMM into one slice of ACC entries writes their OUT
+entries only when they are settled (``Scratchpads.defer_out``); a reset of one slice waits,
+and a GEMM into exactly that slice then writes its sums (``Scratchpads.defer_reset``); a nest
+whose micro-ops are those of an earlier nest with every field shifted is not decoded again
 (``_field_shift``).  Every test runs the same programs on a model as it is and on one with
-the fast paths turned off -- every LOAD/STORE through the general path, every ALU operation
-and reset applied and every GEMM's OUT written when it retires, every nest's fields
-extracted -- and requires the same memory, scratchpads, counters, tokens, trace and
-fault.  The general paths
-are what the rest of the golden tests check against NumPy formulas.
+the fast paths turned off -- every LOAD/STORE through the general path (copied when it
+retires), every ALU operation and reset applied and every GEMM's OUT written when it retires,
+every nest's fields extracted -- and requires the same memory, scratchpads, counters, tokens,
+trace and fault.  The general paths are what the rest of the golden tests check against
+NumPy formulas.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ FINISH = GemmInsn(opcode=Opcode.FINISH)
 
 def general(model: GoldenModel) -> GoldenModel:
     """``model`` with its fast paths off (instance attributes shadow the methods)."""
-    model._plain_rows = lambda *args: None
+    model._plain_step = lambda *args: None
     sp = model.sp
 
     def apply_now(rows, func, imm):
@@ -139,14 +140,14 @@ def test_fast_load_store_on_random_instructions(cfg):
     fast, slow = both(cfg, mem_bytes)
     data = rng.integers(0, 256, mem_bytes, dtype=np.uint8)
     taken = {"fast": 0, "general": 0}
-    plain = fast._plain_rows
+    plain = fast._plain_step
 
-    def counting_plain_rows(*args):
-        rows = plain(*args)
-        taken["fast" if rows is not None else "general"] += 1
-        return rows
+    def counting_plain_step(*args):
+        step = plain(*args)
+        taken["fast" if step is not None else "general"] += 1
+        return step
 
-    fast._plain_rows = counting_plain_rows
+    fast._plain_step = counting_plain_step
     for n in range(3000):
         insn = _random_mem_insn(rng, cfg, mem_bytes)
         window = None
@@ -243,6 +244,95 @@ def test_deferred_alu_on_racy_streams():
             outcomes.append(run(model, insn_dram, len(insns)))
         assert_same(*outcomes, f"trial {trial}")
     assert chained > 30
+
+
+def _store_runs_stream(rng: np.random.Generator, cfg: Config, out_dram: int) -> list:
+    """Runs of STOREs that continue one pattern (OUT and DRAM steps) and runs that break it
+    (another size or stride, a step back, rows overlapping the previous STORE's), without
+    tokens: LOADs read the DRAM they write, ALU operations and GEMMs write the OUT entries
+    they read, while the STOREs wait to be copied together."""
+    eb = cfg.OUT_ELEM_BYTES
+    area = 96  # OUT-sized DRAM elements from out_dram
+    insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0,
+                     dram_base=0x2000 // 4, y_size=1, x_size=32, x_stride=32)]
+    while len(insns) < 60:
+        y, x = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        stride = x + int(rng.integers(0, 3))
+        span = (y - 1) * stride + x
+        out_step = int(rng.integers(0, y * x + 2))
+        dram_step = span + int(rng.choice([0, 0, 1, 3, -1]))  # -1: rows overlap the previous
+        base, dram = int(rng.integers(0, 16)), int(rng.integers(0, 24))
+        for k in range(int(rng.integers(1, 7))):
+            kb, kd, ky, kx = base + k * out_step, dram + k * dram_step, y, x
+            if rng.random() < 0.1:  # the pattern broken
+                kb, kd, ky = max(0, kb + int(rng.integers(-2, 3))), kd + int(rng.integers(-3, 4)), \
+                    int(rng.integers(0, 4))
+            insns.append(MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=kb,
+                                 dram_base=out_dram // eb + max(0, kd), y_size=ky, x_size=kx,
+                                 x_stride=stride if rng.random() < 0.9 else int(
+                                     rng.choice([kx - 1, stride + 1]))))
+            r = rng.random()
+            if r < 0.2:  # the load engine reads what the STOREs wrote (or near it)
+                insns.append(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP,
+                                     sram_base=int(rng.integers(0, 8)),
+                                     dram_base=out_dram // cfg.INP_ELEM_BYTES + int(
+                                         rng.integers(0, area)), y_size=int(rng.integers(1, 3)),
+                                     x_size=int(rng.integers(1, 4)), x_stride=3))
+            elif r < 0.25:  # the compute engine too (ACC, 8-bit)
+                insns.append(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC_8BIT,
+                                     sram_base=int(rng.integers(0, 8)),
+                                     dram_base=out_dram // eb + int(rng.integers(0, area)),
+                                     y_size=1, x_size=2, x_stride=2))
+            elif r < 0.4:  # OUT entries the STOREs read change: deferred and at once
+                first = int(rng.integers(0, 12))
+                insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=int(AluOp.ADD),
+                                     uop_bgn=first, uop_end=first + 1, iter_out=1,
+                                     iter_in=int(rng.integers(1, 5)),
+                                     dst_factor_in=int(rng.choice([1, 1, 0, 2])), use_imm=1,
+                                     imm=int(rng.integers(-50, 50))))
+            elif r < 0.45:  # GEMM, into entries 0, 2, 4, 6 (not a slice: OUT written at once)
+                insns.append(GemmInsn(opcode=Opcode.GEMM, uop_bgn=20, uop_end=24,
+                                      iter_out=int(rng.integers(1, 3)), iter_in=1,
+                                      dst_factor_out=1, src_factor_out=1))
+    if rng.random() < 0.3:  # a fault: the STOREs retired before it must be written
+        insns.insert(int(rng.integers(2, len(insns))), MemInsn(
+            opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=cfg.OUT_BUFF_DEPTH,
+            dram_base=0, y_size=1, x_size=1, x_stride=1))
+    return [*insns, FINISH]
+
+
+@pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["tiny", "tiny-batch2"])
+def test_store_runs_on_racy_streams(cfg):
+    """STOREs copied together (``Scratchpads.store``) write what they write one by one, in
+    the scheduler's order with the loads and computations around them."""
+    rng = np.random.default_rng(21)
+    uops = [Uop(i % 12, 0, 0) for i in range(20)] + [Uop(2 * i, i, i) for i in range(4)]
+    uop_bytes = b"".join(encode_uop(u, cfg) for u in uops)
+    out_dram, insn_dram = 0x3000, 0x4000
+    data = rng.integers(0, 256, 1 << 14, dtype=np.uint8)
+    data[0x2000:0x2000 + len(uop_bytes)] = np.frombuffer(uop_bytes, np.uint8)
+    joined = []  # STOREs copied at once, by the model with its fast paths on
+    for trial in range(80):
+        insns = _store_runs_stream(rng, cfg, out_dram)
+        stream = np.frombuffer(encode_stream(insns, cfg), np.uint8)
+        out = rng.integers(-128, 128, (cfg.OUT_BUFF_DEPTH, cfg.BATCH, cfg.BLOCK_OUT))
+        outcomes = []
+        models = both(cfg, 1 << 16)
+        flush = models[0].sp.flush_stores
+
+        def counting_flush(sp=models[0].sp, flush=flush):
+            if sp.stores is not None:
+                joined.append(sp.stores.count)
+            flush()
+
+        models[0].sp.flush_stores = counting_flush
+        for model in models:
+            model.mem[:data.size] = data
+            model.mem[insn_dram:insn_dram + stream.size] = stream
+            model.sp.out[...] = out
+            outcomes.append(run(model, insn_dram, len(insns)))
+        assert_same(*outcomes, f"trial {trial}")
+    assert sum(n > 2 for n in joined) > 40 and sum(n == 1 for n in joined) > 40, joined
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["fast", "general"])

@@ -173,6 +173,12 @@ class Scratchpads:
     :meth:`settle` applies the operations and writes OUT; the model settles
     before anything else reads or writes ACC or OUT entries, and at the end of
     every run, so that nothing but the cost can tell.
+
+    ``stores`` holds plain STOREs retired but not copied to DRAM yet (see
+    :meth:`store`); :meth:`flush_stores` copies them, which the model does
+    before anything writes OUT, before a LOAD reads DRAM bytes they write,
+    before any other STORE that does not continue their pattern, and at the
+    end of every run.
     """
 
     def __init__(self, cfg: Config):
@@ -192,6 +198,7 @@ class Scratchpads:
         self.out2 = self.out.reshape(cfg.OUT_BUFF_DEPTH, b * bo)
         self.wgt_float: dict[tuple[object, int], np.ndarray] = {}
         self.pending: tuple[slice, list[tuple[Callable, object]], bool] | None = None
+        self.stores: _StoreRun | None = None
 
     def defer(self, rows: slice, func: np.ufunc, imm: int) -> None:
         """Retire the ALU operation ``acc[rows] = func(acc[rows], imm)``, ``out[rows] =
@@ -243,12 +250,83 @@ class Scratchpads:
             else:
                 func(acc, imm, out=acc)  # int32 arithmetic wraps modulo 2**32, as the hardware
         if out:
+            if self.stores is not None:
+                self.flush_stores()  # they read OUT as it was
             self.out2[rows] = acc
+
+    def store(self, mem: np.ndarray, out: int, dram: int, rows: int, row_bytes: int,
+              row_step: int) -> None:
+        """Retire a plain STORE: ``rows`` x ``row_bytes`` OUT bytes from byte ``out`` (rows
+        contiguous) to the rows of ``mem`` from byte ``dram``, ``row_step`` bytes apart.
+
+        The copy waits, and STOREs that continue the same pattern (the rows of a tile, one
+        STORE each) join it, so that a run of them is one strided copy (:class:`_StoreRun`).
+        """
+        run = self.stores
+        if run is not None and not run.extend(out, dram, rows, row_bytes, row_step):
+            self.flush_stores()
+            run = None
+        if run is None:
+            self.stores = _StoreRun(mem, out, dram, rows, row_bytes, row_step)
+
+    def flush_stores(self) -> None:
+        """Make the copies of the ``stores`` waiting (see :meth:`store`)."""
+        run = self.stores
+        if run is not None:
+            self.stores = None
+            run.copy(self.raw["out"])
 
     def buffers(self) -> dict[str, np.ndarray]:
         """The five buffers by name."""
         return {"uop": self.uop, "inp": self.inp, "wgt": self.wgt, "acc": self.acc,
                 "out": self.out}
+
+
+class _StoreRun:
+    """Plain STOREs retired but not copied yet, copied together (:meth:`Scratchpads.store`).
+
+    STORE ``k`` of the ``count`` copies ``rows`` x ``row_bytes`` OUT bytes (rows contiguous)
+    from byte ``out + k * out_step`` to DRAM rows ``row_step`` bytes apart from byte ``dram
+    + k * dram_step``.  Every STORE's rows end before the next one's begin (``dram_step``
+    is at least one STORE's ``span``), so no byte is written twice and one strided copy
+    writes what the STOREs write one by one.  DRAM bytes ``dram`` to ``end`` hold every row
+    written.
+    """
+
+    __slots__ = ("mem", "out", "dram", "rows", "row_bytes", "row_step", "span", "count",
+                 "out_step", "dram_step", "end")
+
+    def __init__(self, mem: np.ndarray, out: int, dram: int, rows: int, row_bytes: int,
+                 row_step: int):
+        self.mem, self.out, self.dram = mem, out, dram
+        self.rows, self.row_bytes, self.row_step = rows, row_bytes, row_step
+        self.span = (rows - 1) * row_step + row_bytes
+        self.count, self.out_step, self.dram_step = 1, 0, 0
+        self.end = dram + self.span
+
+    def extend(self, out: int, dram: int, rows: int, row_bytes: int, row_step: int) -> bool:
+        """Take one more STORE if it continues the pattern (the second sets the steps);
+        else False."""
+        if rows != self.rows or row_bytes != self.row_bytes or row_step != self.row_step:
+            return False
+        count = self.count
+        if count == 1:
+            if out < self.out or dram - self.dram < self.span:
+                return False
+            self.out_step, self.dram_step = out - self.out, dram - self.dram
+        elif out != self.out + count * self.out_step or dram != self.dram + count * self.dram_step:
+            return False
+        self.count = count + 1
+        self.end = dram + self.span
+        return True
+
+    def copy(self, out_rows: np.ndarray) -> None:
+        """Copy from OUT (``out_rows``: its bytes, contiguous) to DRAM."""
+        shape = (self.count, self.rows, self.row_bytes)
+        dst = np.ndarray(shape, np.uint8, self.mem, self.dram,
+                         (self.dram_step, self.row_step, 1))
+        dst[...] = np.ndarray(shape, np.uint8, out_rows, self.out,
+                              (self.out_step, self.row_bytes, 1))
 
 
 class GoldenModel:
@@ -304,9 +382,8 @@ class GoldenModel:
         self._plan_uops = 0
         self._depth = {name: arr.shape[0] for name, arr in self.sp.buffers().items()}
         #: loadable memory type -> (its buffer's entries as rows, the same flat, DRAM bytes per
-        #: entry, counter, whether it writes ACC); OUT's entries as rows and flat
+        #: entry, counter, whether it writes ACC); OUT's entries as rows
         self._out_rows = self.sp.raw["out"]
-        self._out_flat = self._out_rows.reshape(-1)
         self._load_targets = {}
         for mem_type, (buf, prefix) in _LOAD_TYPES.items():
             # ACC_8BIT: one int8 lane per byte, sign-extended into the int32 accumulator
@@ -392,6 +469,7 @@ class GoldenModel:
                                          tuple(q for q, _ in links.pushes)))
         finally:
             self.sp.settle()  # what retired is written, even when the run stopped early
+            self.sp.flush_stores()
             for name, amount in effects.items():
                 setattr(counters, name, amount)
             counters.load_insns, counters.compute_insns, counters.store_insns = retired
@@ -461,19 +539,18 @@ class GoldenModel:
         return ExecutionError(f"instruction {index} ({engine}): {text}",
                               module=engine, index=index, field=field)
 
-    def _plain_rows(self, dram_base: int, y_size: int, x_size: int, x_stride: int,
-                    elem_bytes: int, sram_fits: bool) -> np.ndarray | None:
-        """The DRAM rows of a LOAD/STORE without padding, as a (y_size, x_size * elem_bytes)
-        view, if the access is plain: its SRAM entries fit the buffer (``sram_fits``), its rows
-        do not overlap and lie inside memory with their whole strides, and no bus-error window
-        is set.  Else None: :meth:`_dram_rows` and the general paths check and copy it."""
+    def _plain_step(self, dram_base: int, y_size: int, x_size: int, x_stride: int,
+                    elem_bytes: int, sram_fits: bool) -> int | None:
+        """Bytes from one DRAM row of a LOAD/STORE without padding to the next, if the access
+        is plain: its SRAM entries fit the buffer (``sram_fits``), its rows do not overlap and
+        lie inside memory with their whole strides, and no bus-error window is set.  Else
+        None: :meth:`_dram_rows` and the general paths check and copy it."""
         row_bytes = x_size * elem_bytes
-        start = dram_base * elem_bytes
         step = x_stride * elem_bytes if y_size > 1 else row_bytes
-        if (sram_fits and step >= row_bytes and start + y_size * step <= self.mem.size
+        if (sram_fits and step >= row_bytes
+                and dram_base * elem_bytes + y_size * step <= self.mem.size
                 and self.bus_error is None):
-            # the view made directly (cheaper than slicing, reshaping and slicing again)
-            return _rows_of(self.mem, start, y_size, row_bytes, step)
+            return step
         return None
 
     def _dram_rows(self, engine: str, index: int, dram_base: int, y_size: int, x_size: int,
@@ -526,6 +603,7 @@ class GoldenModel:
             return exc
         finally:
             self.sp.settle()
+            self.sp.flush_stores()
         return None
 
     def _bus_check(self, engine: str, index: int | None, ranges, what: str) -> None:
@@ -562,11 +640,20 @@ class GoldenModel:
         sram, flat, elem_bytes, counter, writes_acc = target  # bytes per entry: in DRAM
         if writes_acc:
             self.sp.settle()  # deferred ALU results first
+        stores = self.sp.stores
+        if stores is not None:  # STOREs waiting: copied first if they write what this reads
+            start = dram_base * elem_bytes
+            if start < stores.end and stores.dram < start + y_size * max(
+                    x_size, x_stride) * elem_bytes:
+                self.sp.flush_stores()
         if not (x_pad_0 or x_pad_1 or y_pad_0 or y_pad_1):
-            # the common case, one slice assignment; _plain_rows says when it applies
-            rows = self._plain_rows(dram_base, y_size, x_size, x_stride, elem_bytes,
+            # the common case, one slice assignment; _plain_step says when it applies
+            step = self._plain_step(dram_base, y_size, x_size, x_stride, elem_bytes,
                                     base + x_size * y_size <= len(sram))
-            if rows is not None:
+            if step is not None:
+                # the view made directly (cheaper than slicing, reshaping and slicing again)
+                rows = _rows_of(self.mem, dram_base * elem_bytes, y_size, x_size * elem_bytes,
+                                step)
                 if mem_type == _ACC_8BIT:
                     rows = rows.view(np.int8)
                 elif mem_type == _WGT:
@@ -617,11 +704,13 @@ class GoldenModel:
         pending = self.sp.pending
         if pending is not None and pending[0].start < base + count and base < pending[0].stop:
             self.sp.settle()  # the store reads entries of deferred ALU results
-        rows = self._plain_rows(dram_base, y_size, x_size, x_stride, elem_bytes,
+        step = self._plain_step(dram_base, y_size, x_size, x_stride, elem_bytes,
                                 base + count <= len(out))
-        if rows is not None:  # the common case, one slice assignment
-            rows[...] = _rows_of(self._out_flat, base * elem_bytes, *rows.shape)
+        if step is not None and y_size:  # the common case: copied later, with the next ones
+            self.sp.store(self.mem, base * elem_bytes, dram_base * elem_bytes, y_size,
+                          x_size * elem_bytes, step)
             return "out_store_bytes", count * elem_bytes
+        self.sp.flush_stores()  # the STOREs before it write first
         if base + count > len(out):
             raise self._fault(
                 "store", index, "sram_base",
@@ -1123,6 +1212,7 @@ class _AluPlan:
             sp.defer(_shifted(self.segments[0][0], bases[0]), func, imm)  # imm: int32 arithmetic
             return
         sp.settle()
+        sp.flush_stores()  # they read OUT as it was
         acc, out, base = sp.acc2, sp.out2, bases[0]
         for d, s in self.segments:
             d = _shifted(d, base)
@@ -1300,6 +1390,7 @@ class _GemmPlan:
             sp.defer_out(dst)  # OUT when settled: usually after the tile's epilogue
         else:
             acc = sp.acc2[dst] = acc + sums.astype(np.int32, copy=False)
+            sp.flush_stores()  # they read OUT as it was
             sp.out2[dst] = acc
 
 
