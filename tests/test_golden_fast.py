@@ -2,8 +2,9 @@
 
 Six fast paths: a LOAD or STORE without padding whose rows do not overlap and lie inside
 memory with their whole strides (and no bus-error window) is one slice assignment
-(``GoldenModel._plain_step``), and such STOREs wait to be copied together with the next ones
-that continue their pattern (``Scratchpads.store``); an ALU operation with an immediate over
+(``GoldenModel._plain_step``), and such STOREs, and such LOADs of INP and WGT, wait to be
+copied together with the next ones that continue their pattern (``Scratchpads.store``,
+``Scratchpads.load``); an ALU operation with an immediate over
 one slice of distinct ACC entries is deferred and applied together with the next ones on the
 same entries (``Scratchpads.defer``); a GEMM into one slice of ACC entries writes their OUT
 entries only when they are settled (``Scratchpads.defer_out``); a reset of one slice waits,
@@ -246,55 +247,69 @@ def test_deferred_alu_on_racy_streams():
     assert chained > 30
 
 
-def _store_runs_stream(rng: np.random.Generator, cfg: Config, out_dram: int) -> list:
-    """Runs of STOREs that continue one pattern (OUT and DRAM steps) and runs that break it
-    (another size or stride, a step back, rows overlapping the previous STORE's), without
-    tokens: LOADs read the DRAM they write, ALU operations and GEMMs write the OUT entries
-    they read, while the STOREs wait to be copied together."""
+def _copy_runs_stream(rng: np.random.Generator, cfg: Config, out_dram: int) -> list:
+    """Runs of STOREs, and of LOADs of INP or WGT, that continue one pattern (SRAM and DRAM
+    steps) and runs that break it (another size or stride, a step back, bytes written twice,
+    padding, no rows), without tokens: LOADs read the DRAM that STOREs write, ALU operations
+    and GEMMs write the OUT entries STOREs read, GEMMs read the INP and WGT entries LOADs
+    write, while the copies wait to be made together."""
     eb = cfg.OUT_ELEM_BYTES
     area = 96  # OUT-sized DRAM elements from out_dram
     insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0,
                      dram_base=0x2000 // 4, y_size=1, x_size=32, x_stride=32)]
     while len(insns) < 60:
+        mem_type = MemId(int(rng.choice([MemId.OUT, MemId.OUT, MemId.INP, MemId.WGT])))
+        elem = {MemId.OUT: eb, MemId.INP: cfg.INP_ELEM_BYTES, MemId.WGT: cfg.WGT_ELEM_BYTES}[
+            mem_type]
         y, x = int(rng.integers(1, 4)), int(rng.integers(1, 4))
         stride = x + int(rng.integers(0, 3))
         span = (y - 1) * stride + x
-        out_step = int(rng.integers(0, y * x + 2))
-        dram_step = span + int(rng.choice([0, 0, 1, 3, -1]))  # -1: rows overlap the previous
-        base, dram = int(rng.integers(0, 16)), int(rng.integers(0, 24))
+        sram_step = int(rng.choice([y * x, y * x, y * x + 1, y * x - 1, 1, 0]))  # < y * x: twice
+        dram_step = span + int(rng.choice([0, 0, 1, 3, -1]))  # -1: rows written twice
+        base, dram = int(rng.integers(0, 16)), int(rng.integers(0, area // 4))
         for k in range(int(rng.integers(1, 7))):
-            kb, kd, ky, kx = base + k * out_step, dram + k * dram_step, y, x
+            kb, kd, ky, kx = base + k * sram_step, dram + k * dram_step, y, x
+            pads = [0] * 4
             if rng.random() < 0.1:  # the pattern broken
-                kb, kd, ky = max(0, kb + int(rng.integers(-2, 3))), kd + int(rng.integers(-3, 4)), \
-                    int(rng.integers(0, 4))
-            insns.append(MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=kb,
-                                 dram_base=out_dram // eb + max(0, kd), y_size=ky, x_size=kx,
-                                 x_stride=stride if rng.random() < 0.9 else int(
-                                     rng.choice([kx - 1, stride + 1]))))
+                kb, kd, ky = max(0, kb + int(rng.integers(-2, 3))), kd + int(
+                    rng.integers(-3, 4)), int(rng.integers(0, 4))
+            if mem_type != MemId.OUT and rng.random() < 0.05:
+                pads = [int(p) for p in rng.integers(0, 2, 4)]  # the general path
+            insns.append(MemInsn(
+                opcode=Opcode.STORE if mem_type == MemId.OUT else Opcode.LOAD,
+                memory_type=int(mem_type), sram_base=kb,
+                dram_base=out_dram // elem + max(0, kd * eb // elem), y_size=ky, x_size=kx,
+                x_stride=stride if rng.random() < 0.9 else int(rng.choice([kx - 1,
+                                                                           stride + 1])),
+                y_pad_0=pads[0], y_pad_1=pads[1], x_pad_0=pads[2], x_pad_1=pads[3]))
             r = rng.random()
-            if r < 0.2:  # the load engine reads what the STOREs wrote (or near it)
+            if r < 0.15:  # the load engine reads what the STOREs write (or near it)
                 insns.append(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP,
                                      sram_base=int(rng.integers(0, 8)),
                                      dram_base=out_dram // cfg.INP_ELEM_BYTES + int(
                                          rng.integers(0, area)), y_size=int(rng.integers(1, 3)),
                                      x_size=int(rng.integers(1, 4)), x_stride=3))
-            elif r < 0.25:  # the compute engine too (ACC, 8-bit)
+            elif r < 0.2:  # the compute engine too (ACC, 8-bit)
                 insns.append(MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC_8BIT,
                                      sram_base=int(rng.integers(0, 8)),
                                      dram_base=out_dram // eb + int(rng.integers(0, area)),
                                      y_size=1, x_size=2, x_stride=2))
-            elif r < 0.4:  # OUT entries the STOREs read change: deferred and at once
+            elif r < 0.35:  # OUT entries the STOREs read change: deferred and at once
                 first = int(rng.integers(0, 12))
                 insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=int(AluOp.ADD),
                                      uop_bgn=first, uop_end=first + 1, iter_out=1,
                                      iter_in=int(rng.integers(1, 5)),
                                      dst_factor_in=int(rng.choice([1, 1, 0, 2])), use_imm=1,
                                      imm=int(rng.integers(-50, 50))))
-            elif r < 0.45:  # GEMM, into entries 0, 2, 4, 6 (not a slice: OUT written at once)
-                insns.append(GemmInsn(opcode=Opcode.GEMM, uop_bgn=20, uop_end=24,
-                                      iter_out=int(rng.integers(1, 3)), iter_in=1,
-                                      dst_factor_out=1, src_factor_out=1))
-    if rng.random() < 0.3:  # a fault: the STOREs retired before it must be written
+            elif r < 0.45:  # a GEMM reads INP and WGT 0..3 and writes ACC and OUT 0, 2, 4, 6
+                insns.append(GemmInsn(opcode=Opcode.GEMM, uop_bgn=20, uop_end=24,  # (not a
+                                      iter_out=int(rng.integers(1, 3)), iter_in=1,  # slice:
+                                      dst_factor_out=1, src_factor_out=1))  # OUT at once)
+            elif r < 0.5:  # a STORE of overlapping rows, written at once
+                insns.append(MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=2,
+                                     dram_base=out_dram // eb + int(rng.integers(0, area)),
+                                     y_size=2, x_size=2, x_stride=1))
+    if rng.random() < 0.3:  # a fault: the copies retired before it must be made
         insns.insert(int(rng.integers(2, len(insns))), MemInsn(
             opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=cfg.OUT_BUFF_DEPTH,
             dram_base=0, y_size=1, x_size=1, x_stride=1))
@@ -302,37 +317,68 @@ def _store_runs_stream(rng: np.random.Generator, cfg: Config, out_dram: int) -> 
 
 
 @pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["tiny", "tiny-batch2"])
-def test_store_runs_on_racy_streams(cfg):
-    """STOREs copied together (``Scratchpads.store``) write what they write one by one, in
-    the scheduler's order with the loads and computations around them."""
+def test_copy_runs_on_racy_streams(cfg):
+    """LOADs and STOREs copied together (``Scratchpads.load``, ``Scratchpads.store``) read
+    and write what they do one by one, in the scheduler's order with the loads, stores and
+    computations around them."""
     rng = np.random.default_rng(21)
     uops = [Uop(i % 12, 0, 0) for i in range(20)] + [Uop(2 * i, i, i) for i in range(4)]
     uop_bytes = b"".join(encode_uop(u, cfg) for u in uops)
     out_dram, insn_dram = 0x3000, 0x4000
     data = rng.integers(0, 256, 1 << 14, dtype=np.uint8)
     data[0x2000:0x2000 + len(uop_bytes)] = np.frombuffer(uop_bytes, np.uint8)
-    joined = []  # STOREs copied at once, by the model with its fast paths on
-    for trial in range(80):
-        insns = _store_runs_stream(rng, cfg, out_dram)
+    joined = {True: [], False: []}  # copies made at once by the fast model: STOREs, LOADs
+    for trial in range(120):
+        insns = _copy_runs_stream(rng, cfg, out_dram)
         stream = np.frombuffer(encode_stream(insns, cfg), np.uint8)
         out = rng.integers(-128, 128, (cfg.OUT_BUFF_DEPTH, cfg.BATCH, cfg.BLOCK_OUT))
         outcomes = []
         models = both(cfg, 1 << 16)
-        flush = models[0].sp.flush_stores
+        sp = models[0].sp
+        flush_stores, flush_loads = sp.flush_stores, sp.flush_loads
 
-        def counting_flush(sp=models[0].sp, flush=flush):
+        def counting_flush_stores(sp=sp, flush=flush_stores):
             if sp.stores is not None:
-                joined.append(sp.stores.count)
+                joined[True].append(sp.stores.count)
             flush()
 
-        models[0].sp.flush_stores = counting_flush
+        def counting_flush_loads(sp=sp, flush=flush_loads):
+            if sp.loads is not None:
+                joined[False].append(sp.loads.count)
+            flush()
+
+        sp.flush_stores, sp.flush_loads = counting_flush_stores, counting_flush_loads
         for model in models:
             model.mem[:data.size] = data
             model.mem[insn_dram:insn_dram + stream.size] = stream
             model.sp.out[...] = out
             outcomes.append(run(model, insn_dram, len(insns)))
         assert_same(*outcomes, f"trial {trial}")
-    assert sum(n > 2 for n in joined) > 40 and sum(n == 1 for n in joined) > 40, joined
+    for counts in joined.values():
+        assert sum(n > 2 for n in counts) > 30 and sum(n == 1 for n in counts) > 30, joined
+
+
+def test_copy_runs_keep_buffers_apart():
+    """A LOAD of WGT whose bytes continue the pattern of the INP LOADs before it (same rows
+    of the same length, the next DRAM and SRAM byte offsets) is not copied with them."""
+    cfg = TINY
+    x_inp = cfg.WGT_ELEM_BYTES // cfg.INP_ELEM_BYTES  # INP entries in one WGT entry's bytes
+    insns = [MemInsn(opcode=Opcode.LOAD, memory_type=mem_type, sram_base=k * sram,
+                     dram_base=(0x3000 + k * 64) // elem, y_size=2, x_size=x, x_stride=2 * x)
+             for k, (mem_type, x, sram, elem) in enumerate(
+                 [(MemId.INP, x_inp, 2 * x_inp, cfg.INP_ELEM_BYTES)] * 2
+                 + [(MemId.WGT, 1, 2, cfg.WGT_ELEM_BYTES)])]
+    insns += [GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1),
+              FINISH]
+    data = np.random.default_rng(4).integers(0, 256, 1 << 14, dtype=np.uint8)
+    outcomes = []
+    for model in both(cfg, 1 << 16):
+        model.mem[:data.size] = data
+        stream = encode_stream(insns, cfg)
+        model.mem[0x1000:0x1000 + len(stream)] = np.frombuffer(stream, np.uint8)
+        outcomes.append(run(model, 0x1000, len(insns)))
+    assert_same(*outcomes, "INP then WGT")
+    assert outcomes[0]["wgt"][4:6].any()  # the WGT rows arrived
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["fast", "general"])

@@ -174,10 +174,15 @@ class Scratchpads:
     before anything else reads or writes ACC or OUT entries, and at the end of
     every run, so that nothing but the cost can tell.
 
-    ``stores`` holds plain STOREs retired but not copied to DRAM yet (see
-    :meth:`store`); :meth:`flush_stores` copies them, which the model does
-    before anything writes OUT, before a LOAD reads DRAM bytes they write,
-    before any other STORE that does not continue their pattern, and at the
+    ``stores`` holds plain STOREs retired but not copied to DRAM yet, and
+    ``loads`` plain LOADs of INP or WGT retired but not copied from DRAM yet
+    (see :meth:`store` and :meth:`load`).  :meth:`flush_stores` copies the
+    STOREs (after the LOADs that read DRAM bytes they write), which the model
+    does before anything writes OUT, before a LOAD reads DRAM bytes they
+    write, before any STORE that does not continue their pattern, and at the
+    end of every run; :meth:`flush_loads` copies the LOADs, before a GEMM
+    reads INP and WGT, before any other LOAD of INP or WGT that does not
+    continue their pattern, before a STORE writes DRAM at once, and at the
     end of every run.
     """
 
@@ -198,7 +203,8 @@ class Scratchpads:
         self.out2 = self.out.reshape(cfg.OUT_BUFF_DEPTH, b * bo)
         self.wgt_float: dict[tuple[object, int], np.ndarray] = {}
         self.pending: tuple[slice, list[tuple[Callable, object]], bool] | None = None
-        self.stores: _StoreRun | None = None
+        self.stores: _CopyRun | None = None
+        self.loads: _CopyRun | None = None
 
     def defer(self, rows: slice, func: np.ufunc, imm: int) -> None:
         """Retire the ALU operation ``acc[rows] = func(acc[rows], imm)``, ``out[rows] =
@@ -260,21 +266,50 @@ class Scratchpads:
         contiguous) to the rows of ``mem`` from byte ``dram``, ``row_step`` bytes apart.
 
         The copy waits, and STOREs that continue the same pattern (the rows of a tile, one
-        STORE each) join it, so that a run of them is one strided copy (:class:`_StoreRun`).
+        STORE each) join it, so that a run of them is one strided copy (:class:`_CopyRun`).
         """
         run = self.stores
-        if run is not None and not run.extend(out, dram, rows, row_bytes, row_step):
+        if run is None or not run.extend(out, dram, rows, row_bytes, row_step):
             self.flush_stores()
-            run = None
-        if run is None:
-            self.stores = _StoreRun(mem, out, dram, rows, row_bytes, row_step)
+            self.stores = _CopyRun(mem, self.raw["out"], True, out, dram, rows, row_bytes,
+                                   row_step)
+
+    def load(self, mem: np.ndarray, buf: str, sram: int, dram: int, rows: int,
+             row_bytes: int, row_step: int) -> None:
+        """Retire a plain LOAD of INP or WGT (``buf``): the rows of ``mem`` from byte
+        ``dram``, ``row_step`` bytes apart, ``row_bytes`` each, to the buffer's bytes from
+        byte ``sram`` (rows contiguous); copied later, together with the LOADs that continue
+        the same pattern, as :meth:`store`."""
+        run = self.loads
+        target = self.raw[buf]
+        if run is None or run.sram_bytes is not target or not run.extend(
+                sram, dram, rows, row_bytes, row_step):
+            self.flush_loads()
+            self.loads = _CopyRun(mem, target, False, sram, dram, rows, row_bytes, row_step)
 
     def flush_stores(self) -> None:
-        """Make the copies of the ``stores`` waiting (see :meth:`store`)."""
+        """Make the copies of the ``stores`` waiting (see :meth:`store`), after the
+        ``loads`` waiting if they read what the STOREs write."""
         run = self.stores
         if run is not None:
             self.stores = None
-            run.copy(self.raw["out"])
+            loads = self.loads
+            if loads is not None and loads.dram < run.end and run.dram < loads.end:
+                self.flush_loads()
+            run.copy()
+
+    def flush_loads(self) -> None:
+        """Make the copies of the ``loads`` waiting (see :meth:`load`)."""
+        run = self.loads
+        if run is not None:
+            self.loads = None
+            run.copy()
+
+    def flush(self) -> None:
+        """Make every copy waiting: LOADs first (STOREs that write what they read retired
+        after them, or the LOAD would have had the STOREs copied first)."""
+        self.flush_loads()
+        self.flush_stores()
 
     def buffers(self) -> dict[str, np.ndarray]:
         """The five buffers by name."""
@@ -282,51 +317,61 @@ class Scratchpads:
                 "out": self.out}
 
 
-class _StoreRun:
-    """Plain STOREs retired but not copied yet, copied together (:meth:`Scratchpads.store`).
+class _CopyRun:
+    """Plain LOADs or STOREs retired but not copied yet, copied together
+    (:meth:`Scratchpads.load`, :meth:`Scratchpads.store`).
 
-    STORE ``k`` of the ``count`` copies ``rows`` x ``row_bytes`` OUT bytes (rows contiguous)
-    from byte ``out + k * out_step`` to DRAM rows ``row_step`` bytes apart from byte ``dram
-    + k * dram_step``.  Every STORE's rows end before the next one's begin (``dram_step``
-    is at least one STORE's ``span``), so no byte is written twice and one strided copy
-    writes what the STOREs write one by one.  DRAM bytes ``dram`` to ``end`` hold every row
-    written.
+    Copy ``k`` of the ``count`` moves ``rows`` x ``row_bytes`` bytes between DRAM rows
+    ``row_step`` bytes apart from byte ``dram + k * dram_step`` of ``mem`` and the bytes of
+    a buffer (``sram_bytes``, its raw rows) from byte ``sram + k * sram_step``, rows
+    contiguous: to DRAM for STOREs (``to_dram``), from DRAM for LOADs.  On the side written,
+    every copy's bytes end before the next one's begin, so no byte is written twice and one
+    strided copy does what the copies do one by one.  DRAM bytes ``dram`` to ``end`` hold
+    every row read or written.
     """
 
-    __slots__ = ("mem", "out", "dram", "rows", "row_bytes", "row_step", "span", "count",
-                 "out_step", "dram_step", "end")
+    __slots__ = ("mem", "sram_bytes", "to_dram", "sram", "dram", "rows", "row_bytes",
+                 "row_step", "span", "count", "sram_step", "dram_step", "end")
 
-    def __init__(self, mem: np.ndarray, out: int, dram: int, rows: int, row_bytes: int,
-                 row_step: int):
-        self.mem, self.out, self.dram = mem, out, dram
+    def __init__(self, mem: np.ndarray, sram_bytes: np.ndarray, to_dram: bool, sram: int,
+                 dram: int, rows: int, row_bytes: int, row_step: int):
+        self.mem, self.sram_bytes, self.to_dram = mem, sram_bytes, to_dram
+        self.sram, self.dram = sram, dram
         self.rows, self.row_bytes, self.row_step = rows, row_bytes, row_step
-        self.span = (rows - 1) * row_step + row_bytes
-        self.count, self.out_step, self.dram_step = 1, 0, 0
+        self.span = (rows - 1) * row_step + row_bytes  # DRAM bytes of one copy
+        self.count, self.sram_step, self.dram_step = 1, 0, 0
         self.end = dram + self.span
 
-    def extend(self, out: int, dram: int, rows: int, row_bytes: int, row_step: int) -> bool:
-        """Take one more STORE if it continues the pattern (the second sets the steps);
+    def extend(self, sram: int, dram: int, rows: int, row_bytes: int, row_step: int) -> bool:
+        """Take one more copy if it continues the pattern (the second sets the steps);
         else False."""
         if rows != self.rows or row_bytes != self.row_bytes or row_step != self.row_step:
             return False
         count = self.count
         if count == 1:
-            if out < self.out or dram - self.dram < self.span:
-                return False
-            self.out_step, self.dram_step = out - self.out, dram - self.dram
-        elif out != self.out + count * self.out_step or dram != self.dram + count * self.dram_step:
+            sram_step, dram_step = sram - self.sram, dram - self.dram
+            if sram_step < 0 or dram_step < 0 or (
+                    dram_step < self.span if self.to_dram else sram_step < rows * row_bytes):
+                return False  # a step back, or bytes written twice
+            self.sram_step, self.dram_step = sram_step, dram_step
+        elif (sram != self.sram + count * self.sram_step
+              or dram != self.dram + count * self.dram_step):
             return False
         self.count = count + 1
         self.end = dram + self.span
         return True
 
-    def copy(self, out_rows: np.ndarray) -> None:
-        """Copy from OUT (``out_rows``: its bytes, contiguous) to DRAM."""
+    def copy(self) -> None:
+        """Make the copies."""
         shape = (self.count, self.rows, self.row_bytes)
-        dst = np.ndarray(shape, np.uint8, self.mem, self.dram,
-                         (self.dram_step, self.row_step, 1))
-        dst[...] = np.ndarray(shape, np.uint8, out_rows, self.out,
-                              (self.out_step, self.row_bytes, 1))
+        dram = np.ndarray(shape, np.uint8, self.mem, self.dram,
+                          (self.dram_step, self.row_step, 1))
+        sram = np.ndarray(shape, np.uint8, self.sram_bytes, self.sram,
+                          (self.sram_step, self.row_bytes, 1))
+        if self.to_dram:
+            dram[...] = sram
+        else:
+            sram[...] = dram
 
 
 class GoldenModel:
@@ -382,14 +427,16 @@ class GoldenModel:
         self._plan_uops = 0
         self._depth = {name: arr.shape[0] for name, arr in self.sp.buffers().items()}
         #: loadable memory type -> (its buffer's entries as rows, the same flat, DRAM bytes per
-        #: entry, counter, whether it writes ACC); OUT's entries as rows
+        #: entry, counter, whether it writes ACC, the buffer's name if its plain LOADs wait to
+        #: be copied together: INP and WGT); OUT's entries as rows
         self._out_rows = self.sp.raw["out"]
         self._load_targets = {}
         for mem_type, (buf, prefix) in _LOAD_TYPES.items():
             # ACC_8BIT: one int8 lane per byte, sign-extended into the int32 accumulator
             rows = self.sp.acc2 if mem_type == MemId.ACC_8BIT else self.sp.raw[buf]
             self._load_targets[mem_type] = (rows, rows.reshape(-1), rows.shape[1],
-                                            f"{prefix}_load_bytes", buf == "acc")
+                                            f"{prefix}_load_bytes", buf == "acc",
+                                            buf if buf in ("inp", "wgt") else None)
         uop_fields = layout("uop", cfg)
         # kind -> (fields used, their (lo, mask), the lows and masks as (k, 1) arrays, buffer
         # depths, the relative fields of one micro-op (zeros) and their bytes)
@@ -469,7 +516,7 @@ class GoldenModel:
                                          tuple(q for q, _ in links.pushes)))
         finally:
             self.sp.settle()  # what retired is written, even when the run stopped early
-            self.sp.flush_stores()
+            self.sp.flush()
             for name, amount in effects.items():
                 setattr(counters, name, amount)
             counters.load_insns, counters.compute_insns, counters.store_insns = retired
@@ -603,7 +650,7 @@ class GoldenModel:
             return exc
         finally:
             self.sp.settle()
-            self.sp.flush_stores()
+            self.sp.flush()
         return None
 
     def _bus_check(self, engine: str, index: int | None, ranges, what: str) -> None:
@@ -637,7 +684,7 @@ class GoldenModel:
                               f"LOAD memory_type {mem_type} ({what})")
         if x_size == 0:
             return None  # sync no-op: only its flags matter
-        sram, flat, elem_bytes, counter, writes_acc = target  # bytes per entry: in DRAM
+        sram, flat, elem_bytes, counter, writes_acc, joins = target  # bytes per entry: DRAM
         if writes_acc:
             self.sp.settle()  # deferred ALU results first
         stores = self.sp.stores
@@ -646,20 +693,26 @@ class GoldenModel:
             if start < stores.end and stores.dram < start + y_size * max(
                     x_size, x_stride) * elem_bytes:
                 self.sp.flush_stores()
+        if mem_type == _WGT:
+            self.sp.wgt_float.clear()
         if not (x_pad_0 or x_pad_1 or y_pad_0 or y_pad_1):
             # the common case, one slice assignment; _plain_step says when it applies
             step = self._plain_step(dram_base, y_size, x_size, x_stride, elem_bytes,
                                     base + x_size * y_size <= len(sram))
+            if step is not None and joins and y_size:  # copied later, with the next ones
+                self.sp.load(self.mem, joins, base * elem_bytes, dram_base * elem_bytes, y_size,
+                             x_size * elem_bytes, step)
+                return counter, y_size * x_size * elem_bytes
             if step is not None:
                 # the view made directly (cheaper than slicing, reshaping and slicing again)
                 rows = _rows_of(self.mem, dram_base * elem_bytes, y_size, x_size * elem_bytes,
                                 step)
                 if mem_type == _ACC_8BIT:
                     rows = rows.view(np.int8)
-                elif mem_type == _WGT:
-                    self.sp.wgt_float.clear()
                 _rows_of(flat, base * elem_bytes, *rows.shape)[...] = rows
                 return counter, y_size * x_size * elem_bytes
+        if joins:
+            self.sp.flush_loads()  # the LOADs before it write first
         x_total = x_pad_0 + x_size + x_pad_1
         y_total = y_pad_0 + y_size + y_pad_1
         if base + x_total * y_total > sram.shape[0]:
@@ -671,8 +724,6 @@ class GoldenModel:
         rows = self._dram_rows(engine, index, dram_base, y_size, x_size, x_stride, elem_bytes)
         if mem_type == _ACC_8BIT:
             rows = rows.view(np.int8)
-        elif mem_type == _WGT:
-            self.sp.wgt_float.clear()
         block = sram[base:base + x_total * y_total]
         if x_total == x_size and y_total == y_size:
             block.reshape(rows.shape)[...] = rows
@@ -710,7 +761,7 @@ class GoldenModel:
             self.sp.store(self.mem, base * elem_bytes, dram_base * elem_bytes, y_size,
                           x_size * elem_bytes, step)
             return "out_store_bytes", count * elem_bytes
-        self.sp.flush_stores()  # the STOREs before it write first
+        self.sp.flush()  # the LOADs before it read first, the STOREs write first
         if base + count > len(out):
             raise self._fault(
                 "store", index, "sram_base",
@@ -745,6 +796,8 @@ class GoldenModel:
     def _gemm(self, engine: str, index: int, insn: list[int],
               deadline: float | None) -> tuple[str, int] | None:
         reset = insn[5]  # GemmInsn.reset_reg
+        if not reset and self.sp.loads is not None:
+            self.sp.flush_loads()  # it reads INP and WGT
         count = self._run_nest(index, insn, "RESET" if reset else "GEMM", deadline)
         return None if reset else ("gemm_uops", count)
 
