@@ -954,6 +954,12 @@ class _Stream:
     def queue(self, indices: list[int]) -> Iterator[tuple[int, list[int], _Links]]:
         """The instructions at ``indices`` (ascending), in order: (index, decoded
         instruction, links)."""
+        if len(self.words) <= _BLOCK and indices:  # one block: a list is cheaper to go through
+            insns, links = self.block(0)
+            return iter([(index, insns[index], links[index]) for index in indices])
+        return self._queue(indices)
+
+    def _queue(self, indices: list[int]) -> Iterator[tuple[int, list[int], _Links]]:
         number, insns, links = -1, [], []
         for index in indices:
             if index // _BLOCK != number:
