@@ -431,6 +431,10 @@ class GoldenModel:
         #: be copied together: INP and WGT); OUT's entries as rows
         self._out_rows = self.sp.raw["out"]
         self._load_targets = {}
+        #: device memory and each loadable buffer as memoryviews of their bytes
+        self._mem_bytes = memoryview(self.mem)
+        self._bytes = {mem_type: memoryview(self.sp.raw[buf].reshape(-1))
+                       for mem_type, (buf, _) in _LOAD_TYPES.items()}
         for mem_type, (buf, prefix) in _LOAD_TYPES.items():
             # ACC_8BIT: one int8 lane per byte, sign-extended into the int32 accumulator
             rows = self.sp.acc2 if mem_type == MemId.ACC_8BIT else self.sp.raw[buf]
@@ -703,6 +707,14 @@ class GoldenModel:
                 self.sp.load(self.mem, joins, base * elem_bytes, dram_base * elem_bytes, y_size,
                              x_size * elem_bytes, step)
                 return counter, y_size * x_size * elem_bytes
+            if step is not None and mem_type != _ACC_8BIT and (
+                    y_size == 1 or step == x_size * elem_bytes):
+                # contiguous bytes (UOP, mostly): memoryview slices cost less than arrays
+                size = y_size * x_size * elem_bytes
+                start = dram_base * elem_bytes
+                self._bytes[mem_type][base * elem_bytes:base * elem_bytes + size] = (
+                    self._mem_bytes[start:start + size])
+                return counter, size
             if step is not None:
                 # the view made directly (cheaper than slicing, reshaping and slicing again)
                 rows = _rows_of(self.mem, dram_base * elem_bytes, y_size, x_size * elem_bytes,
