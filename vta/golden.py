@@ -986,9 +986,9 @@ class _Decoding(NamedTuple):
     key_mask: np.uint64  # the low bits holding the opcode, the flags and the memory type
     codes: np.ndarray  # (2**key bits,) links code of each key, -1 for an undefined opcode
     formats: np.ndarray  # (8,) format number of each opcode (its class's), -1 if undefined
-    #: per format: each field's 64-bit half, shift, mask and sign bit (0: unsigned; None: no
-    #: signed field)
-    places: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
+    #: per format: each field's 64-bit half, shift and mask, and (position, sign bit) of
+    #: each signed field
+    places: list[tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]]]]
 
 
 #: The classes defined opcodes decode to, in format-number order.
@@ -1026,11 +1026,11 @@ def _decoding_tables(cfg: Config) -> _Decoding:
     for cls in _CLASSES:
         placed = {f.name: f for f in layout(cls.FORMAT, cfg)}
         order = [placed[name] for name in _field_names(cls)]
-        half, shift, mask, sign = (np.array(column, dtype=dtype) for column, dtype in zip(
-            zip(*[(f.lo // 64, f.lo % 64, (1 << f.width) - 1,
-                   1 << (f.width - 1) if f.signed else 0) for f in order], strict=True),
-            (np.intp, np.uint64, np.uint64, np.uint64), strict=True))
-        places.append((half, shift, mask, sign if sign.any() else None))
+        half, shift, mask = (np.array(column, dtype=dtype) for column, dtype in zip(
+            zip(*[(f.lo // 64, f.lo % 64, (1 << f.width) - 1) for f in order], strict=True),
+            (np.intp, np.uint64, np.uint64), strict=True))
+        places.append((half, shift, mask,
+                       [(k, 1 << (f.width - 1)) for k, f in enumerate(order) if f.signed]))
     formats = np.array([_CLASSES.index(insn_class(op)) if op in DEFINED_OPCODES else -1
                         for op in range(8)], dtype=np.intp)
     placed = {f.name: f for f in layout("mem", cfg)}  # generic fields plus the memory type
@@ -1059,13 +1059,15 @@ def _decode_block(words: np.ndarray, codes: list[int],
     """
     insns: list = [None] * len(words)
     formats = decoding.formats[(words[:, 0] & 0x7).astype(np.intp)]
-    for number, (half, shift, mask, sign) in enumerate(decoding.places):
+    for number, (half, shift, mask, signed) in enumerate(decoding.places):
         rows = (formats == number).nonzero()[0]
         if rows.size:
-            values = (words[rows[:, None], half] >> shift) & mask
-            if sign is not None:  # signed fields: two's complement (modulo 2**64)
-                values = ((values ^ sign) - sign).view(np.int64)
-            for row, insn in zip(rows.tolist(), values.tolist(), strict=True):
+            values = ((words[rows[:, None], half] >> shift) & mask).tolist()
+            for k, bit in signed:  # signed fields (ALU's imm): two's complement, in Python
+                for insn in values:  # (cheaper than the NumPy passes for a few instructions)
+                    if insn[k] & bit:
+                        insn[k] -= bit << 1
+            for row, insn in zip(rows.tolist(), values, strict=True):
                 insns[row] = insn
     return insns, [_LINKS_BY_CODE[code] for code in codes]
 
