@@ -269,10 +269,11 @@ class Scratchpads:
         STORE each) join it, so that a run of them is one strided copy (:class:`_CopyRun`).
         """
         run = self.stores
-        if run is None or not run.extend(out, dram, rows, row_bytes, row_step):
+        if run is not None:
+            if run.extend(out, dram, rows, row_bytes, row_step):
+                return
             self.flush_stores()
-            self.stores = _CopyRun(mem, self.raw["out"], True, out, dram, rows, row_bytes,
-                                   row_step)
+        self.stores = _CopyRun(mem, self.raw["out"], True, out, dram, rows, row_bytes, row_step)
 
     def load(self, mem: np.ndarray, buf: str, sram: int, dram: int, rows: int,
              row_bytes: int, row_step: int) -> None:
@@ -282,10 +283,11 @@ class Scratchpads:
         the same pattern, as :meth:`store`."""
         run = self.loads
         target = self.raw[buf]
-        if run is None or run.sram_bytes is not target or not run.extend(
-                sram, dram, rows, row_bytes, row_step):
+        if run is not None:
+            if run.sram_bytes is target and run.extend(sram, dram, rows, row_bytes, row_step):
+                return
             self.flush_loads()
-            self.loads = _CopyRun(mem, target, False, sram, dram, rows, row_bytes, row_step)
+        self.loads = _CopyRun(mem, target, False, sram, dram, rows, row_bytes, row_step)
 
     def flush_stores(self) -> None:
         """Make the copies of the ``stores`` waiting (see :meth:`store`), after the
