@@ -93,6 +93,20 @@ def both(cfg: Config, mem_bytes: int) -> tuple[GoldenModel, GoldenModel]:
     return GoldenModel(cfg, mem_bytes), general(GoldenModel(cfg, mem_bytes))
 
 
+def run_both(models, data: np.ndarray, stream: np.ndarray, insn_dram: int, count: int,
+             what: str, **buffers) -> None:
+    """Run ``count`` instructions of ``stream`` (at ``insn_dram``, over memory ``data``,
+    scratchpads ``buffers`` by name set first) on each model; require the same outcome."""
+    outcomes = []
+    for model in models:
+        model.mem[:data.size] = data
+        model.mem[insn_dram:insn_dram + stream.size] = stream
+        for name, value in buffers.items():
+            getattr(model.sp, name)[...] = value
+        outcomes.append(run(model, insn_dram, count))
+    assert_same(*outcomes, what)
+
+
 @pytest.mark.parametrize("cfg", [DEFAULT, TINY_B2], ids=["default", "tiny-batch2"])
 def test_fast_paths_on_generated_programs(cfg):
     """Every kind of `vta regress` program (random shapes, padding, strides, memory types,
@@ -228,7 +242,6 @@ def test_deferred_alu_on_racy_streams():
         insns = _racy_stream(rng, cfg, int(rng.integers(10, 60)), uop_dram, out_dram)
         stream = np.frombuffer(encode_stream(insns, cfg), np.uint8)
         acc = rng.integers(-5000, 5000, (cfg.ACC_BUFF_DEPTH, cfg.BATCH, cfg.BLOCK_OUT))
-        outcomes = []
         models = both(cfg, 1 << 16)
         settle = models[0].sp.settle
 
@@ -238,12 +251,7 @@ def test_deferred_alu_on_racy_streams():
             settle()
 
         models[0].sp.settle = counting_settle
-        for model in models:
-            model.mem[:data.size] = data
-            model.mem[insn_dram:insn_dram + stream.size] = stream
-            model.sp.acc[...] = acc
-            outcomes.append(run(model, insn_dram, len(insns)))
-        assert_same(*outcomes, f"trial {trial}")
+        run_both(models, data, stream, insn_dram, len(insns), f"trial {trial}", acc=acc)
     assert chained > 30
 
 
@@ -332,7 +340,6 @@ def test_copy_runs_on_racy_streams(cfg):
         insns = _copy_runs_stream(rng, cfg, out_dram)
         stream = np.frombuffer(encode_stream(insns, cfg), np.uint8)
         out = rng.integers(-128, 128, (cfg.OUT_BUFF_DEPTH, cfg.BATCH, cfg.BLOCK_OUT))
-        outcomes = []
         models = both(cfg, 1 << 16)
         sp = models[0].sp
         flush_stores, flush_loads = sp.flush_stores, sp.flush_loads
@@ -348,12 +355,7 @@ def test_copy_runs_on_racy_streams(cfg):
             flush()
 
         sp.flush_stores, sp.flush_loads = counting_flush_stores, counting_flush_loads
-        for model in models:
-            model.mem[:data.size] = data
-            model.mem[insn_dram:insn_dram + stream.size] = stream
-            model.sp.out[...] = out
-            outcomes.append(run(model, insn_dram, len(insns)))
-        assert_same(*outcomes, f"trial {trial}")
+        run_both(models, data, stream, insn_dram, len(insns), f"trial {trial}", out=out)
     for counts in joined.values():
         assert sum(n > 2 for n in counts) > 30 and sum(n == 1 for n in counts) > 30, joined
 
