@@ -360,6 +360,33 @@ def test_copy_runs_on_racy_streams(cfg):
         assert sum(n > 2 for n in counts) > 30 and sum(n == 1 for n in counts) > 30, joined
 
 
+def test_memory_given_between_runs():
+    """A model given another memory array between runs (as the RTL tests do, keeping the
+    scratchpads) loads from and stores to the new one, on every path."""
+    cfg = TINY
+    insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, dram_base=0x2000 // 4,
+                     y_size=1, x_size=4, x_stride=4),
+             MemInsn(opcode=Opcode.LOAD, memory_type=MemId.ACC, sram_base=2,
+                     dram_base=0x2400 // cfg.ACC_ELEM_BYTES, y_size=2, x_size=1, x_stride=1),
+             MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, dram_base=0x2800 // 4,
+                     y_size=2, x_size=2, x_stride=3),
+             MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=1,
+                     dram_base=0x3000 // 4, y_size=2, x_size=2, x_stride=3), FINISH]
+    stream = np.frombuffer(encode_stream(insns, cfg), np.uint8)
+    outcomes = []
+    for model in both(cfg, 1 << 14):
+        model.mem[0x1000:0x1000 + stream.size] = stream
+        run(model, 0x1000, len(insns))  # a first run on the first memory
+        model.mem = np.random.default_rng(6).integers(0, 256, 1 << 15, dtype=np.uint8)
+        model.mem[0x1000:0x1000 + stream.size] = stream
+        model.sp.out[...] = 3
+        outcomes.append(run(model, 0x1000, len(insns)))
+        assert outcomes[-1]["fault"] is None
+        np.testing.assert_array_equal(model.sp.uop[:4].view(np.uint8),
+                                      model.mem[0x2000:0x2010])
+    assert_same(*outcomes, "memory given between runs")
+
+
 def test_copy_runs_keep_buffers_apart():
     """A LOAD of WGT whose bytes continue the pattern of the INP LOADs before it (same rows
     of the same length, the next DRAM and SRAM byte offsets) is not copied with them."""

@@ -433,7 +433,8 @@ class GoldenModel:
         #: be copied together: INP and WGT); OUT's entries as rows
         self._out_rows = self.sp.raw["out"]
         self._load_targets = {}
-        #: device memory and each loadable buffer as memoryviews of their bytes
+        #: each loadable buffer as a memoryview of its bytes; device memory's is made by each
+        #: run and by explain (``mem`` may be given another array between runs)
         self._mem_bytes = memoryview(self.mem)
         self._bytes = {mem_type: memoryview(self.sp.raw[buf].reshape(-1))
                        for mem_type, (buf, _) in _LOAD_TYPES.items()}
@@ -472,6 +473,7 @@ class GoldenModel:
         self.counters = counters = Counters()
         self.tokens = tokens = dict.fromkeys(QUEUES, 0)
         self.sp.wgt_float.clear()  # WGT may have been written from outside since the last run
+        self._mem_bytes = memoryview(self.mem)
         words, codes, queues = self.fetch(insn_addr, insn_count)
         stream = _Stream(words, codes, self._decoding)
         execute = self._execute
@@ -650,6 +652,7 @@ class GoldenModel:
         forbidden = _LINKS[engine][flags].forbidden
         if forbidden:
             return _forbidden_flag(engine, index, forbidden)
+        self._mem_bytes = memoryview(self.mem)
         try:
             self._execute[insn.opcode](engine, index, list(insn.fields().values()), None)
         except ExecutionError as exc:
