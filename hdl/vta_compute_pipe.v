@@ -329,8 +329,7 @@ assign out_wdata = out_lanes;
 
 assign empty = !v_reg[1] && !later_reg && !e_valid_reg;
 
-// micro-op bits beyond its fields (small configurations) and indices beyond the buffer
-// depths (range-checked before issue) are dropped; the
+// indices beyond the buffer depths (range-checked before issue) are dropped; the
 // controls' ALU fields are not needed before D
 wire _unused_ok = &{1'b0, idx3_reg, src3, wgt3, c3[CTL_W-2:0], c5[CTL_W-3:0],
                     c6[CTL_W-1], c6[CTL_W-3:0], c8[16:0], 1'b0};

@@ -256,9 +256,14 @@ class Scratchpads:
             else:
                 func(acc, imm, out=acc)  # int32 arithmetic wraps modulo 2**32, as the hardware
         if out:
-            if self.stores is not None:
-                self.flush_stores()  # they read OUT as it was
-            self.out2[rows] = acc
+            self.write_out(rows, acc)
+
+    def write_out(self, rows: slice | np.ndarray, values: np.ndarray) -> None:
+        """``out2[rows] = values``, after the STOREs waiting (they read OUT as it was): every
+        write of OUT goes through here."""
+        if self.stores is not None:
+            self.flush_stores()
+        self.out2[rows] = values
 
     def store(self, mem: np.ndarray, out: int, dram: int, rows: int, row_bytes: int,
               row_step: int) -> None:
@@ -1290,8 +1295,7 @@ class _AluPlan:
             sp.defer(_shifted(self.segments[0][0], bases[0]), func, imm)  # imm: int32 arithmetic
             return
         sp.settle()
-        sp.flush_stores()  # they read OUT as it was
-        acc, out, base = sp.acc2, sp.out2, bases[0]
+        acc, base = sp.acc2, bases[0]
         for d, s in self.segments:
             d = _shifted(d, base)
             # int32 arithmetic on arrays wraps modulo 2**32, as the hardware does
@@ -1300,7 +1304,7 @@ class _AluPlan:
                 func(acc[d], y, out=acc[d])  # NumPy copies y first if it overlaps
             else:
                 acc[d] = func(acc[d], y)
-            out[d] = acc[d]
+            sp.write_out(d, acc[d])
 
 
 def _shr(x: np.ndarray, y) -> np.ndarray:
@@ -1469,8 +1473,7 @@ class _GemmPlan:
             sp.defer_out(dst)  # OUT when settled: usually after the tile's epilogue
         else:
             acc = sp.acc2[dst] = acc + sums.astype(np.int32, copy=False)
-            sp.flush_stores()  # they read OUT as it was
-            sp.out2[dst] = acc
+            sp.write_out(dst, acc)
 
 
 _PLAN_CLASSES = {"GEMM": _GemmPlan, "RESET": _ResetPlan, "ALU": _AluPlan, "ALU_SRC": _AluPlan}
