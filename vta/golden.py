@@ -96,6 +96,9 @@ _WGT_FLOAT_BYTES = 4 << 20
 _DEFERRED_OPS = 16
 #: A reset waiting in ``Scratchpads.pending``: ACC entries multiplied by 0.
 _RESET = (np.multiply, np.int32(0))
+#: The ufunc that np.clip calls after checking its arguments (checks that cost as much as
+#: clipping a tile); numpy._core from NumPy 2, numpy.core before.
+_CLIP = (np._core if hasattr(np, "_core") else np.core).umath.clip
 
 
 def dispatch_engine(insn: Insn) -> str:
@@ -202,6 +205,7 @@ class Scratchpads:
         self.acc2 = self.acc.reshape(cfg.ACC_BUFF_DEPTH, b * bo)
         self.out2 = self.out.reshape(cfg.OUT_BUFF_DEPTH, b * bo)
         self.wgt_float: dict[tuple[object, int], np.ndarray] = {}
+        self.wgt_float_bytes = 0  # bytes of the matrices in wgt_float
         self.pending: tuple[slice, list[tuple[Callable, object]], bool] | None = None
         self.stores: _CopyRun | None = None
         self.loads: _CopyRun | None = None
@@ -242,6 +246,11 @@ class Scratchpads:
         self.settle()
         self.pending = (rows, [_RESET], False)
 
+    def forget_wgt(self) -> None:
+        """Empty ``wgt_float`` (WGT has changed, or may have)."""
+        self.wgt_float.clear()
+        self.wgt_float_bytes = 0
+
     def settle(self) -> None:
         """Apply the ``pending`` ALU operations and write their OUT entries (see
         :meth:`defer`)."""
@@ -252,7 +261,7 @@ class Scratchpads:
         acc = self.acc2[rows]
         for func, imm in ops:
             if func is np.clip:  # = minimum(maximum(acc, lo), hi), also if lo > hi (all hi)
-                np.clip(acc, *imm, out=acc)  # one pass: int32 MAX and MIN are slow in NumPy
+                _CLIP(acc, *imm, out=acc)  # one pass: int32 MAX and MIN are slow in NumPy
             else:
                 func(acc, imm, out=acc)  # int32 arithmetic wraps modulo 2**32, as the hardware
         if out:
@@ -477,7 +486,7 @@ class GoldenModel:
         """
         self.counters = counters = Counters()
         self.tokens = tokens = dict.fromkeys(QUEUES, 0)
-        self.sp.wgt_float.clear()  # WGT may have been written from outside since the last run
+        self.sp.forget_wgt()  # WGT may have been written from outside since the last run
         self._mem_bytes = memoryview(self.mem)
         words, codes, queues = self.fetch(insn_addr, insn_count)
         stream = _Stream(words, codes, self._decoding)
@@ -707,8 +716,8 @@ class GoldenModel:
             if start < stores.end and stores.dram < start + y_size * max(
                     x_size, x_stride) * elem_bytes:
                 self.sp.flush_stores()
-        if mem_type == _WGT:
-            self.sp.wgt_float.clear()
+        if mem_type == _WGT and self.sp.wgt_float:
+            self.sp.forget_wgt()
         if not (x_pad_0 or x_pad_1 or y_pad_0 or y_pad_1):
             # the common case, one slice assignment; _plain_step says when it applies
             step = self._plain_step(dram_base, y_size, x_size, x_stride, elem_bytes,
@@ -1365,6 +1374,7 @@ class _GemmPlan:
         red = [lp for lp in loops if lp[0] > 1 and lp[1] == 0]
         par = [lp for lp in loops if not (lp[0] > 1 and lp[1] == 0)]
         self.reductions = math.prod(lp[0] for lp in red)
+        self.shape = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
         self.k = self.reductions * cfg.BLOCK_IN
         self.ftype = np.float32 if self.k * (1 << 14) < (1 << 24) else np.float64
         grid = _grid_table(rel, par)
@@ -1428,8 +1438,7 @@ class _GemmPlan:
                 reset = bool(pending[1])  # then the sums are the new values
             else:
                 sp.settle()
-        b, bi = sp.inp.shape[1:]
-        bo = sp.wgt.shape[1]
+        b, bi, bo = self.shape
         k, ftype, nx, nw, red = self.k, self.ftype, self.nx, self.nw, self.reductions
         # inputs (nx*b, K), K ordered (reduction step, lane); weights (nw, K, bo)
         x = _take(sp.inp[bases[1]:], self.x_rows)
@@ -1444,9 +1453,10 @@ class _GemmPlan:
             w_mats = np.ascontiguousarray(w.reshape(nw, red, bo, bi).transpose(0, 1, 3, 2)
                                           ).astype(ftype).reshape(nw, k, bo)
             if w_mats.nbytes <= _WGT_FLOAT_BYTES:
-                if sum(m.nbytes for m in sp.wgt_float.values()) + w_mats.nbytes > _WGT_FLOAT_BYTES:
-                    sp.wgt_float.clear()
+                if sp.wgt_float_bytes + w_mats.nbytes > _WGT_FLOAT_BYTES:
+                    sp.forget_wgt()
                 sp.wgt_float[self, bases[2]] = w_mats
+                sp.wgt_float_bytes += w_mats.nbytes
         if self.layout == "grouped":
             contrib = np.empty((self.x_of.size, b * bo), dtype=ftype)
             x3 = x_mat.reshape(nx, b, k)
