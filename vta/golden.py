@@ -496,6 +496,7 @@ class GoldenModel:
         heads: list[tuple[int, list[int], _Links] | None] = [None] * 3  # decoded, not retired
         retired = [0] * 3
         effects: dict[str, int] = {}  # counter -> amount added by retired instructions
+        pushed = counters.tokens  # tokens pushed, per queue
         finished = False
         try:
             progress = True
@@ -522,8 +523,14 @@ class GoldenModel:
                             module=engine, index=index)
                     opcode = insn[0]
                     effect = execute[opcode](engine, index, insn, deadline)
-                    if links.pushes:
-                        self._push(engine, index, links)
+                    pushes = links.pushes
+                    if pushes:  # every queue checked before any is pushed
+                        for q, flag in pushes:
+                            if tokens[q] >= TOKEN_QUEUE_DEPTH:
+                                raise self._overflow(engine, index, q, flag)
+                        for q, _ in pushes:
+                            tokens[q] += 1
+                            pushed[q] += 1
                     for q in pops:
                         tokens[q] -= 1
                     if effect is not None:
@@ -535,7 +542,7 @@ class GoldenModel:
                     progress = True
                     if trace is not None:
                         trace(TraceEvent(engine, index, insn_class(opcode)(*insn), pops,
-                                         tuple(q for q, _ in links.pushes)))
+                                         tuple(q for q, _ in pushes)))
         finally:
             self.sp.settle()  # what retired is written, even when the run stopped early
             self.sp.flush()
@@ -592,16 +599,12 @@ class GoldenModel:
         return words, codes, dict(zip(ENGINES, queues, strict=True))
 
     # -------------------------------------------------------------- tokens
-    def _push(self, engine: str, index: int, links: _Links) -> None:
-        for q, flag in links.pushes:
-            if self.tokens[q] >= TOKEN_QUEUE_DEPTH:
-                raise ExecutionError(
-                    f"instruction {index} ({engine}): {flag} overflows token queue {q} "
-                    f"(capacity {TOKEN_QUEUE_DEPTH})", module=engine, index=index, field=flag,
-                    code=ErrorCode.TOKEN_OVERFLOW)
-        for q, _ in links.pushes:
-            self.tokens[q] += 1
-            self.counters.tokens[q] += 1
+    @staticmethod
+    def _overflow(engine: str, index: int, queue: str, flag: str) -> ExecutionError:
+        return ExecutionError(
+            f"instruction {index} ({engine}): {flag} overflows token queue {queue} "
+            f"(capacity {TOKEN_QUEUE_DEPTH})", module=engine, index=index, field=flag,
+            code=ErrorCode.TOKEN_OVERFLOW)
 
     # ----------------------------------------------------------- execution
     def _fault(self, engine: str, index: int, field: str, text: str) -> ExecutionError:
