@@ -205,7 +205,6 @@ class Scratchpads:
         self.acc2 = self.acc.reshape(cfg.ACC_BUFF_DEPTH, b * bo)
         self.out2 = self.out.reshape(cfg.OUT_BUFF_DEPTH, b * bo)
         self.wgt_float: dict[tuple[object, int], np.ndarray] = {}
-        self.wgt_float_bytes = 0  # bytes of the matrices in wgt_float
         self.pending: tuple[slice, list[tuple[Callable, object]], bool] | None = None
         self.stores: _CopyRun | None = None
         self.loads: _CopyRun | None = None
@@ -246,11 +245,6 @@ class Scratchpads:
         self.settle()
         self.pending = (rows, [_RESET], False)
 
-    def forget_wgt(self) -> None:
-        """Empty ``wgt_float`` (WGT has changed, or may have)."""
-        self.wgt_float.clear()
-        self.wgt_float_bytes = 0
-
     def settle(self) -> None:
         """Apply the ``pending`` ALU operations and write their OUT entries (see
         :meth:`defer`)."""
@@ -289,14 +283,13 @@ class Scratchpads:
             self.flush_stores()
         self.stores = _CopyRun(mem, self.raw["out"], True, out, dram, rows, row_bytes, row_step)
 
-    def load(self, mem: np.ndarray, buf: str, sram: int, dram: int, rows: int,
+    def load(self, mem: np.ndarray, target: np.ndarray, sram: int, dram: int, rows: int,
              row_bytes: int, row_step: int) -> None:
-        """Retire a plain LOAD of INP or WGT (``buf``): the rows of ``mem`` from byte
-        ``dram``, ``row_step`` bytes apart, ``row_bytes`` each, to the buffer's bytes from
-        byte ``sram`` (rows contiguous); copied later, together with the LOADs that continue
-        the same pattern, as :meth:`store`."""
+        """Retire a plain LOAD of INP or WGT (``target``, its raw rows): the rows of ``mem``
+        from byte ``dram``, ``row_step`` bytes apart, ``row_bytes`` each, to the buffer's
+        bytes from byte ``sram`` (rows contiguous); copied later, together with the LOADs
+        that continue the same pattern, as :meth:`store`."""
         run = self.loads
-        target = self.raw[buf]
         if run is not None:
             if run.sram_bytes is target and run.extend(sram, dram, rows, row_bytes, row_step):
                 return
@@ -443,8 +436,8 @@ class GoldenModel:
         self._plan_uops = 0
         self._depth = {name: arr.shape[0] for name, arr in self.sp.buffers().items()}
         #: loadable memory type -> (its buffer's entries as rows, the same flat, DRAM bytes per
-        #: entry, counter, whether it writes ACC, the buffer's name if its plain LOADs wait to
-        #: be copied together: INP and WGT); OUT's entries as rows
+        #: entry, counter, whether it writes ACC, the buffer's raw rows if its plain LOADs wait
+        #: to be copied together: INP and WGT); OUT's entries as rows
         self._out_rows = self.sp.raw["out"]
         self._load_targets = {}
         #: each loadable buffer as a memoryview of its bytes; device memory's is made by each
@@ -457,7 +450,8 @@ class GoldenModel:
             rows = self.sp.acc2 if mem_type == MemId.ACC_8BIT else self.sp.raw[buf]
             self._load_targets[mem_type] = (rows, rows.reshape(-1), rows.shape[1],
                                             f"{prefix}_load_bytes", buf == "acc",
-                                            buf if buf in ("inp", "wgt") else None)
+                                            self.sp.raw[buf] if buf in ("inp", "wgt")
+                                            else None)
         uop_fields = layout("uop", cfg)
         # kind -> (fields used, their (lo, mask), the lows and masks as (k, 1) arrays, buffer
         # depths, the relative fields of one micro-op (zeros) and their bytes)
@@ -486,7 +480,7 @@ class GoldenModel:
         """
         self.counters = counters = Counters()
         self.tokens = tokens = dict.fromkeys(QUEUES, 0)
-        self.sp.forget_wgt()  # WGT may have been written from outside since the last run
+        self.sp.wgt_float.clear()  # WGT may have been written from outside since the last run
         self._mem_bytes = memoryview(self.mem)
         words, codes, queues = self.fetch(insn_addr, insn_count)
         stream = _Stream(words, codes, self._decoding)
@@ -719,13 +713,13 @@ class GoldenModel:
             if start < stores.end and stores.dram < start + y_size * max(
                     x_size, x_stride) * elem_bytes:
                 self.sp.flush_stores()
-        if mem_type == _WGT and self.sp.wgt_float:
-            self.sp.forget_wgt()
+        if mem_type == _WGT:
+            self.sp.wgt_float.clear()
         if not (x_pad_0 or x_pad_1 or y_pad_0 or y_pad_1):
             # the common case, one slice assignment; _plain_step says when it applies
             step = self._plain_step(dram_base, y_size, x_size, x_stride, elem_bytes,
                                     base + x_size * y_size <= len(sram))
-            if step is not None and joins and y_size:  # copied later, with the next ones
+            if step is not None and joins is not None and y_size:  # copied with the next ones
                 self.sp.load(self.mem, joins, base * elem_bytes, dram_base * elem_bytes, y_size,
                              x_size * elem_bytes, step)
                 return counter, y_size * x_size * elem_bytes
@@ -745,7 +739,7 @@ class GoldenModel:
                     rows = rows.view(np.int8)
                 _rows_of(flat, base * elem_bytes, *rows.shape)[...] = rows
                 return counter, y_size * x_size * elem_bytes
-        if joins:
+        if joins is not None:
             self.sp.flush_loads()  # the LOADs before it write first
         x_total = x_pad_0 + x_size + x_pad_1
         y_total = y_pad_0 + y_size + y_pad_1
@@ -1456,10 +1450,9 @@ class _GemmPlan:
             w_mats = np.ascontiguousarray(w.reshape(nw, red, bo, bi).transpose(0, 1, 3, 2)
                                           ).astype(ftype).reshape(nw, k, bo)
             if w_mats.nbytes <= _WGT_FLOAT_BYTES:
-                if sp.wgt_float_bytes + w_mats.nbytes > _WGT_FLOAT_BYTES:
-                    sp.forget_wgt()
+                if sum(m.nbytes for m in sp.wgt_float.values()) + w_mats.nbytes > _WGT_FLOAT_BYTES:
+                    sp.wgt_float.clear()
                 sp.wgt_float[self, bases[2]] = w_mats
-                sp.wgt_float_bytes += w_mats.nbytes
         if self.layout == "grouped":
             contrib = np.empty((self.x_of.size, b * bo), dtype=ftype)
             x3 = x_mat.reshape(nx, b, k)
