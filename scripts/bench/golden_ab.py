@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""A/B of the golden model: another revision's ``vta/golden.py`` against this tree's, cold.
+
+Captures the runs of ``vta.ops.conv2d`` on the given ResNet-18 layers (as
+``golden_fsim.py`` does), then, for every round, runs each capture on a fresh
+``GoldenModel`` of both versions -- in alternating order, each run preceded by a
+copy of ``--evict-mib`` MiB that empties the caches, as the benchmark's memory
+traffic between two cold runs does -- and times ``GoldenModel.run`` alone.  The
+device memory of both is checked equal after every run.
+
+Reported per layer: the median over rounds of the per-round ratio new / old
+(below 1: this tree is faster), which a host whose speed drifts from minute to
+minute leaves alone, with the best and median times of each.
+
+    python scripts/bench/golden_ab.py --base main [--layers C4,C7,C10] [--rounds 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _blas  # noqa: F401  (first: pins BLAS threads before NumPy loads)
+import numpy as np
+from golden_fsim import _mem_size, conv_workload  # same folder
+
+import vta
+from vta import golden as new_golden
+from vta import ops
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load_base(rev: str):
+    """``vta/golden.py`` at git revision ``rev``, imported as ``vta._golden_base``."""
+    try:
+        source = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:vta/golden.py"],
+                                check=True, capture_output=True, text=True).stdout
+    except subprocess.CalledProcessError as exc:
+        raise SystemExit(f"--base {rev}: {exc.stderr.strip()}") from None
+    path = Path(tempfile.mkdtemp()) / "golden_base.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("vta._golden_base", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", required=True, help="git revision of the old vta/golden.py")
+    parser.add_argument("--layers", default="C4,C7,C10", help="comma-separated ResNet-18 layers")
+    parser.add_argument("--rounds", type=int, default=60, help="rounds (default 60)")
+    parser.add_argument("--evict-mib", type=int, default=64,
+                        help="MiB copied before each run to empty the caches (default 64; 0: none)")
+    parser.add_argument("--config", default="default", help="preset or vta_config.json")
+    parser.add_argument("--blas-threads", default="1", help="BLAS threads (default 1)")
+    args = parser.parse_args()
+
+    old_golden = load_base(args.base)
+    cfg = vta.Config.load(args.config)
+    rng = np.random.default_rng(0)
+    layers = args.layers.split(",")
+    captures = {}
+    for name in ops.RESNET18_LAYERS:  # every layer drawn, so each one's data is fixed
+        workload = conv_workload(cfg, name, rng)
+        if name in layers:
+            captures[name] = workload.runs
+    unknown = set(layers) - set(captures)
+    if unknown:
+        raise SystemExit(f"--layers: no ResNet-18 layer {', '.join(sorted(unknown))}")
+    evict = np.ones(args.evict_mib << 20, np.uint8)
+    scratch = np.empty_like(evict)
+
+    def cold(module, cap) -> tuple[float, np.ndarray]:
+        model = module.GoldenModel(cfg, _mem_size(cap.image.size))
+        model.mem[:cap.image.size] = cap.image
+        if evict.size:
+            np.copyto(scratch, evict)
+        start = time.perf_counter()
+        model.run(cap.insn_addr, cap.insn_count, deadline=time.monotonic() + 60)
+        return time.perf_counter() - start, model.mem
+
+    print(f"old: vta/golden.py at {args.base}; new: this tree; {args.rounds} rounds, "
+          f"{args.evict_mib} MiB evicted before each run, BLAS threads {args.blas_threads}")
+    print()
+    print("| layer | new / old (median of rounds) | old best ms | new best ms "
+          "| old median ms | new median ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name in layers:
+        old_t, new_t = [], []
+        for r in range(args.rounds):
+            order = ((old_golden, old_t), (new_golden, new_t))
+            sums = {}
+            for module, times in order if r % 2 else order[::-1]:
+                total = 0.0
+                for k, cap in enumerate(captures[name]):
+                    seconds, mem = cold(module, cap)
+                    total += seconds
+                    sums.setdefault(k, []).append(mem)
+                times.append(total)
+            for k, (a, b) in sums.items():
+                if not np.array_equal(a, b):
+                    raise SystemExit(f"{name}, run {k}: old and new leave different memory")
+        old_t, new_t = np.array(old_t) * 1e3, np.array(new_t) * 1e3
+        print(f"| {name} | {np.median(new_t / old_t):.3f} | {old_t.min():.3f} | "
+              f"{new_t.min():.3f} | {np.median(old_t):.3f} | {np.median(new_t):.3f} |")
+
+
+if __name__ == "__main__":
+    main()
