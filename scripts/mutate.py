@@ -58,6 +58,7 @@ T_GEMM = ("tests/rtl/test_gemm.py", "-k", "icarus")
 T_TOKENS = ("tests/rtl/test_token_queue.py", "-k", "icarus")
 T_FIFO = ("tests/rtl/test_fifo.py", "-k", "icarus")
 T_REGS = ("tests/rtl/test_regs.py", "-k", "icarus")
+T_STATUS = ("tests/rtl/test_status.py", "-k", "icarus")
 T_DRAM = ("tests/sim/test_vta_dram.py", "-k", "icarus")
 T_BACKEND = ("tests/test_rtl_backend.py", "-k", "icarus or in_flight or watchdog_counts")
 T_DIFF = ("tests/test_differential.py", "-k", "icarus")
@@ -326,11 +327,51 @@ end""",
       "assign bus_err = 1'b0;",
       "BRESP SLVERR/DECERR ignored (issue 7.3)",
       (T_TOP_FAULTS, T_BACKEND)),
-    M("rtl_fetch_err_index", "hdl/vta_top.v",
-      "fetch_bus_reg ? fetch_err_off[35:4] :",
-      "fetch_bus_reg ? fetch_err_off[35:4] + 32'd1 :",
+    M("rtl_fetch_err_index", "hdl/vta_status.v",
+      "fetch_bus_reg ? fetch_err_off[IW+3:4] :",
+      "fetch_bus_reg ? fetch_err_off[IW+3:4] + 1'b1 :",
       "a fetch bus error blames the instruction after the first one of the failing burst",
-      (T_TOP_FAULTS, T_BACKEND)),
+      (T_STATUS, T_TOP_FAULTS, T_BACKEND)),
+    # ------------------------------------------------------------ run end, faults, deadlock, counters
+    M("rtl_deadlock_none_waits", "hdl/vta_status.v",
+      "&& (store_stall || store_free) && (load_stall || compute_stall || store_stall);",
+      "&& (store_stall || store_free);",
+      "DEADLOCK also when no engine waits for a token (engines idle, fetch quiet)",
+      (T_STATUS, T_TOP, T_TOP_FAULTS)),
+    M("rtl_deadlock_first_stuck", "hdl/vta_status.v",
+      """        if (load_stall) begin
+            err_module_next = `VTA_MOD_LOAD;
+            err_index_next = load_index;
+        end else if (compute_stall) begin""",
+      """        if (compute_stall) begin""",
+      "DEADLOCK names compute or store when the load engine is the first one stuck",
+      (T_STATUS, T_TOP, T_TOP_FAULTS)),
+    M("rtl_bus_err_client", "hdl/vta_status.v",
+      "end else if (rd_bus_err_client <= RD_LOAD_LAST) begin",
+      "end else if (rd_bus_err_client < RD_LOAD_LAST) begin",
+      "a bus error on the WGT read stream is blamed on compute instead of load",
+      (T_STATUS, T_TOP_FAULTS, T_BACKEND)),
+    M("rtl_no_finish_ignored", "hdl/vta_status.v",
+      "end else if (drained_reg && !finish_seen_reg) begin",
+      "end else if (1'b0) begin",
+      "a stream that ends without FINISH never reports NO_FINISH (the run hangs)",
+      (T_STATUS, T_TOP)),
+    M("rtl_finish_kept_across_runs", "hdl/vta_status.v",
+      """        finish_seen_reg <= 1'b0;
+        drained_reg <= 1'b0;""",
+      """        drained_reg <= 1'b0;""",
+      "START does not forget the last run's FINISH: a next run without one reports DONE",
+      (T_STATUS, T_TOP)),
+    M("rtl_counter_lanes_swapped", "hdl/vta_status.v",
+      "cnt_inc[`VTA_CNT_INP_LOAD_BYTES*32 +: 32] = load_inp_bytes;",
+      "cnt_inc[`VTA_CNT_INP_LOAD_BYTES*32 +: 32] = load_wgt_bytes;",
+      "the INP load-byte counter adds the WGT bytes",
+      (T_STATUS, T_TOP)),
+    M("rtl_tokens_wrap", "hdl/vta_status.v",
+      "sat8 = (v > 255) ? 8'd255 : v[7:0];",
+      "sat8 = v[7:0];",
+      "TOKENS wraps a queue holding 256 or more tokens instead of saturating at 255",
+      (T_STATUS, T_TOP)),
     # ------------------------------------------------------------ the DRAM model's checks
     M("dram_no_stability_check", "sim/vta_dram.v",
       """            stable(w_wait, s_axi_wvalid, w_now === w_held, "W");""",
