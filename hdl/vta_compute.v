@@ -249,22 +249,31 @@ wire [7:0]  ld_err_code;
 wire        ld_req_valid;
 wire        ld_req_ready;
 wire [ADDR_WIDTH-1:0] ld_req_addr;
-wire [31:0] ld_req_n;
+wire [`VTA_MEM_X_SIZE_W+`VTA_MEM_Y_SIZE_W-1:0] ld_req_n;
+// x_size * y_size of a LOAD (the sequencer's registered product; byte counters)
+wire [`VTA_MEM_X_SIZE_W+`VTA_MEM_Y_SIZE_W-1:0] ld_elems;
 wire        ld_data_valid;
 wire        ld_data_ready;
 wire        ld_wr_en;
-wire [15:0] ld_wr_idx;
+wire [`VTA_MEM_SRAM_BASE_W-1:0] ld_wr_idx;
 wire        ld_wr_pad;
 wire        ld_busy;
 
+wire [2:0] port_sel = {mt_acc8, mt_acc, mt_uop};
+
 vta_loader #(
     .ADDR_WIDTH(ADDR_WIDTH),
-    .MEM_SIZE(MEM_SIZE)
+    .MEM_SIZE(MEM_SIZE),
+    // memory types (port_sel): 0 UOP, 1 ACC, 2 ACC_8BIT
+    .N(3),
+    .LOG_ELEM_BYTES({LOG_ACC8_BYTES[7:0], LOG_ACC_BYTES[7:0], LOG_UOP_BYTES[7:0]}),
+    .LOG_DEPTH({LOG_ACC_DEPTH[7:0], LOG_ACC_DEPTH[7:0], LOG_UOP_DEPTH[7:0]})
 ) loader (
     .clk(clk),
     .rst(rst),
     .halt(halt),
     .start(ld_start),
+    .sel(port_sel),
     .sram_base(sram_base),
     .dram_base(dram_base),
     .y_size(y_size),
@@ -274,10 +283,9 @@ vta_loader #(
     .y_pad_1(y_pad_1),
     .x_pad_0(x_pad_0),
     .x_pad_1(x_pad_1),
-    .log_elem_bytes(mt_uop ? LOG_UOP_BYTES[3:0] : mt_acc ? LOG_ACC_BYTES[3:0] : LOG_ACC8_BYTES[3:0]),
-    .log_depth(mt_uop ? LOG_UOP_DEPTH[4:0] : LOG_ACC_DEPTH[4:0]),
     .busy(ld_busy),
     .done(ld_done),
+    .elems(ld_elems),
     .err(ld_err),
     .err_code(ld_err_code),
     .req_valid(ld_req_valid),
@@ -291,7 +299,6 @@ vta_loader #(
     .wr_pad(ld_wr_pad)
 );
 
-wire [2:0] port_sel = {mt_acc8, mt_acc, mt_uop};
 wire [2:0] port_req_ready;
 wire [2:0] port_elem_valid;
 wire [UOP_W-1:0] uop_elem;
@@ -403,7 +410,6 @@ reg [15:0] o_dst_reg, i_dst_reg;
 reg [15:0] o_src_reg, i_src_reg;
 reg [15:0] o_wgt_reg, i_wgt_reg;
 reg [31:0] nuops_reg;            // micro-ops of this instruction
-reg [31:0] elems_reg;                        // x_size * y_size of a LOAD
 wire       issue;
 assign evt_uop = issue;
 
@@ -523,9 +529,9 @@ assign err_code = err_mem_type ? `VTA_ERR_BAD_MEMORY_TYPE
                 : err_load ? ld_err_code
                 : err_tokens ? `VTA_ERR_TOKEN_OVERFLOW
                 : `VTA_ERR_NONE;
-assign uop_bytes = (counted_load && mt_uop) ? elems_reg << LOG_UOP_BYTES : 32'd0;
-assign acc_bytes = (counted_load && mt_acc) ? elems_reg << LOG_ACC_BYTES : 32'd0;
-assign acc8_bytes = (counted_load && mt_acc8) ? elems_reg << LOG_ACC8_BYTES : 32'd0;
+assign uop_bytes = (counted_load && mt_uop) ? ld_elems << LOG_UOP_BYTES : 32'd0;
+assign acc_bytes = (counted_load && mt_acc) ? ld_elems << LOG_ACC_BYTES : 32'd0;
+assign acc8_bytes = (counted_load && mt_acc8) ? ld_elems << LOG_ACC8_BYTES : 32'd0;
 assign gemm_uops = (retire_ok && opcode == `VTA_OPCODE_GEMM && !reset_reg) ? nuops_reg : 32'd0;
 assign alu_uops = (retire_ok && opcode == `VTA_OPCODE_ALU) ? nuops_reg : 32'd0;
 
@@ -680,9 +686,6 @@ always @(posedge clk) begin
         span_src_i_reg <= ii30 * {14'd0, src_f_in};
         span_wgt_o_reg <= io30 * {14'd0, wgt_f_out};
         span_wgt_i_reg <= ii30 * {14'd0, wgt_f_in};
-    end
-    if (state_reg == STATE_DECODE) begin
-        elems_reg <= {16'd0, x_size} * {16'd0, y_size};
     end
 
     if (rst || halt) begin

@@ -102,9 +102,6 @@ reg [31:0]  index_reg, index_next;
 `include "vta_mem_fields.vh"
 wire        is_wgt    = mem_type == `VTA_MEM_WGT;
 
-// elements moved, for the byte counters (a registered product, taken in STATE_EXEC)
-reg  [31:0] elems_reg;
-
 // ------------------------------------------------------------ the sequencer
 reg         ld_start;
 wire        ld_done;
@@ -113,22 +110,29 @@ wire [7:0]  ld_err_code;
 wire        ld_req_valid;
 wire        ld_req_ready;
 wire [ADDR_WIDTH-1:0] ld_req_addr;
-wire [31:0] ld_req_n;
+wire [`VTA_MEM_X_SIZE_W+`VTA_MEM_Y_SIZE_W-1:0] ld_req_n;
 wire        ld_data_valid;
 wire        ld_data_ready;
 wire        ld_wr_en;
-wire [15:0] ld_wr_idx;
+wire [`VTA_MEM_SRAM_BASE_W-1:0] ld_wr_idx;
 wire        ld_wr_pad;
 wire        ld_busy;
+// elements moved, for the byte counters (the sequencer's registered product)
+wire [`VTA_MEM_X_SIZE_W+`VTA_MEM_Y_SIZE_W-1:0] ld_elems;
 
 vta_loader #(
     .ADDR_WIDTH(ADDR_WIDTH),
-    .MEM_SIZE(MEM_SIZE)
+    .MEM_SIZE(MEM_SIZE),
+    // memory types: 0 INP, 1 WGT
+    .N(2),
+    .LOG_ELEM_BYTES({LOG_WGT_BYTES[7:0], LOG_INP_BYTES[7:0]}),
+    .LOG_DEPTH({LOG_WGT_DEPTH[7:0], LOG_INP_DEPTH[7:0]})
 ) loader (
     .clk(clk),
     .rst(rst),
     .halt(halt),
     .start(ld_start),
+    .sel({is_wgt, !is_wgt}),
     .sram_base(sram_base),
     .dram_base(dram_base),
     .y_size(y_size),
@@ -138,10 +142,9 @@ vta_loader #(
     .y_pad_1(y_pad_1),
     .x_pad_0(x_pad_0),
     .x_pad_1(x_pad_1),
-    .log_elem_bytes(is_wgt ? LOG_WGT_BYTES[3:0] : LOG_INP_BYTES[3:0]),
-    .log_depth(is_wgt ? LOG_WGT_DEPTH[4:0] : LOG_INP_DEPTH[4:0]),
     .busy(ld_busy),
     .done(ld_done),
+    .elems(ld_elems),
     .err(ld_err),
     .err_code(ld_err_code),
     .req_valid(ld_req_valid),
@@ -300,9 +303,9 @@ always @* begin
                 evt_retire = 1'b1;
                 if (x_size != 16'd0) begin
                     if (is_wgt) begin
-                        wgt_bytes = elems_reg << LOG_WGT_BYTES;
+                        wgt_bytes = ld_elems << LOG_WGT_BYTES;
                     end else begin
-                        inp_bytes = elems_reg << LOG_INP_BYTES;
+                        inp_bytes = ld_elems << LOG_INP_BYTES;
                     end
                 end
                 state_next = STATE_IDLE;
@@ -315,12 +318,6 @@ always @* begin
 
     if (halt) begin
         state_next = STATE_IDLE;
-    end
-end
-
-always @(posedge clk) begin
-    if (state_reg == STATE_EXEC) begin
-        elems_reg <= {16'd0, x_size} * {16'd0, y_size};
     end
 end
 
