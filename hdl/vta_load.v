@@ -96,7 +96,7 @@ localparam STATE_RETIRE = 3'd4;
 
 reg [2:0]   state_reg, state_next;
 reg [`VTA_INSN_W-1:0] insn_reg, insn_next;
-reg [31:0]  index_reg, index_next;
+reg [`VTA_CMD_INDEX_W-1:0] index_reg, index_next;
 
 // the LOAD/STORE fields of insn_reg, one wire each (generated from vta/isa.py)
 `include "vta_mem_fields.vh"
@@ -272,7 +272,7 @@ always @* begin
         end
         STATE_EXEC: begin
             // starts the transfer (x_size 0: no-op)
-            if (x_size == 16'd0) begin
+            if (x_size == 0) begin
                 state_next = STATE_RETIRE;
             end else begin
                 ld_start = 1'b1;
@@ -301,7 +301,7 @@ always @* begin
             end else begin
                 l2g_push = push_next;
                 evt_retire = 1'b1;
-                if (x_size != 16'd0) begin
+                if (x_size != 0) begin
                     if (is_wgt) begin
                         wgt_bytes = ld_elems << LOG_WGT_BYTES;
                     end else begin
@@ -327,8 +327,8 @@ always @(posedge clk) begin
     index_reg <= index_next;
     if (rst) begin
         state_reg <= STATE_IDLE;
-        insn_reg <= 128'd0;
-        index_reg <= 32'd0;
+        insn_reg <= {`VTA_INSN_W{1'b0}};
+        index_reg <= {`VTA_CMD_INDEX_W{1'b0}};
     end
 end
 

@@ -111,7 +111,7 @@ localparam STATE_RETIRE = 3'd4;
 
 reg [2:0]   state_reg, state_next;
 reg [`VTA_INSN_W-1:0] insn_reg, insn_next;
-reg [31:0]  index_reg, index_next;
+reg [`VTA_CMD_INDEX_W-1:0] index_reg, index_next;
 
 // the LOAD/STORE fields of insn_reg, one wire each (generated from vta/isa.py)
 `include "vta_mem_fields.vh"

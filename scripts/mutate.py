@@ -83,8 +83,8 @@ M = Mutation
 MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------ bounds
     M("rtl_acc_dst_bound", "hdl/vta_compute.v",
-      "wire range_bad = top_dst >= (33'd1 << LOG_ACC_DEPTH)",
-      "wire range_bad = top_dst > (33'd1 << LOG_ACC_DEPTH)",
+      "wire range_bad = top_dst >= ACC_DEPTH",
+      "wire range_bad = top_dst > ACC_DEPTH",
       "ACC destination range check >= written as >: index == depth wraps to entry 0",
       (T_TOP, T_COMPUTE)),
     M("rtl_inp_src_bound", "hdl/vta_compute.v",
@@ -93,8 +93,8 @@ MUTATIONS: tuple[Mutation, ...] = (
       "GEMM/ALU source range check off by one",
       (T_TOP, T_COMPUTE)),
     M("rtl_wgt_bound", "hdl/vta_compute.v",
-      "|| (check_wgt && top_wgt >= (33'd1 << LOG_WGT_DEPTH))",
-      "|| (check_wgt && top_wgt > (33'd1 << LOG_WGT_DEPTH))",
+      "|| (check_wgt && top_wgt >= WGT_DEPTH)",
+      "|| (check_wgt && top_wgt > WGT_DEPTH)",
       "WGT index range check off by one",
       (T_COMPUTE, T_TOP)),
     M("rtl_sram_range", "hdl/vta_row_walk.v",
@@ -114,8 +114,8 @@ MUTATIONS: tuple[Mutation, ...] = (
       (T_TOP, T_FETCH)),
     # ------------------------------------------------------------ sign extension
     M("rtl_acc8_sign", "hdl/vta_compute.v",
-      "acc8_wide[e*AL +: AL] = {{(AL-8){acc8_elem[e*8+7]}}, acc8_elem[e*8 +: 8]};",
-      "acc8_wide[e*AL +: AL] = {{(AL-8){1'b0}}, acc8_elem[e*8 +: 8]};",
+      "acc8_wide[e*AL +: AL] = {{(AL-OL){acc8_elem[e*OL+OL-1]}}, acc8_elem[e*OL +: OL]};",
+      "acc8_wide[e*AL +: AL] = {{(AL-OL){1'b0}}, acc8_elem[e*OL +: OL]};",
       "ACC_8BIT loads zero-extend instead of sign-extending",
       (T_TOP, T_COMPUTE)),
     M("rtl_imm_sign", "hdl/vta_compute_pipe.v",
@@ -172,13 +172,13 @@ MUTATIONS: tuple[Mutation, ...] = (
       (T_LOAD, T_TOP)),
     # ------------------------------------------------------------ loop bounds
     M("rtl_uop_loop_end", "hdl/vta_compute.v",
-      "wire last_u = u_reg == uop_end - 17'd1;",
-      "wire last_u = u_reg == uop_end - 17'd2;",
+      "wire last_u = {1'b0, u_reg} == uop_end - 1'b1;",
+      "wire last_u = {1'b0, u_reg} == uop_end - 2'd2;",
       "micro-op loop stops one micro-op early",
       (T_COMPUTE, T_TOP)),
     M("rtl_inner_factor", "hdl/vta_compute.v",
-      "i_dst_reg <= i_dst_reg + dst_f_in;",
-      "i_dst_reg <= i_dst_reg + dst_f_out;",
+      "i_off_next = {i_off_reg[S+W +: A] + dst_f_in,",
+      "i_off_next = {i_off_reg[S+W +: A] + dst_f_out,",
       "inner loop advances dst by the outer factor",
       (T_COMPUTE, T_TOP)),
     # ------------------------------------------------------------ forwarding
@@ -283,6 +283,20 @@ end""",
       "the load engine takes the sequencer's fault only while it is busy (the fault comes "
       "from a register, a cycle after the verdict): a bad LOAD retires silently",
       (T_LOAD, T_TOP)),
+    M("rtl_scan_cache_kept", "hdl/vta_compute.v",
+      "    c_valid_next = c_valid_reg && !uop_we;",
+      "    c_valid_next = c_valid_reg;",
+      "a UOP load leaves compute's cached micro-op maxima valid: the range check of the next "
+      "nest over the same range uses the old micro-ops' fields",
+      (T_COMPUTE, T_TOP)),
+    M("rtl_scan_cache_cleared", "hdl/vta_compute.v",
+      """    if (to_scan) begin
+        max_dst_reg <= {A{1'b0}};""",
+      """    if (decode) begin
+        max_dst_reg <= {A{1'b0}};""",
+      "every DECODE clears the micro-op maxima, also of a cached range: a nest reusing it is "
+      "checked as if its micro-ops were all index 0",
+      (T_COMPUTE, T_TOP)),
     M("rtl_uop_end_check_stale", "hdl/vta_compute.v",
       "        bad_uop_end_reg <= bad_uop_end;",
       "        bad_uop_end_reg <= 1'b0;",
@@ -357,7 +371,7 @@ end""",
       "a walk starts again only once the last one finished: after a halt mid-walk the next "
       "block continues the old one's rows",
       (T_WALK, T_TOP_FAULTS, T_TOP)),
-    # ------------------------------------------------------------ run end, faults, deadlock, counters
+    # ------------------------------------------------------------ run end, faults, deadlock
     M("rtl_deadlock_none_waits", "hdl/vta_status.v",
       "&& (store_stall || store_free) && (load_stall || compute_stall || store_stall);",
       "&& (store_stall || store_free);",

@@ -94,8 +94,8 @@ class Model:
         """One clock edge with inputs ``i``."""
         frees = [self.free(i, e) for e in ENGINES]
         stalls = [bool(i[f"{e}_stall"]) for e in ENGINES]
-        dead_now = (bool(i["fetch_quiet"]) and all(s or f for s, f in zip(stalls, frees))
-                    and any(stalls))
+        waiting = all(s or f for s, f in zip(stalls, frees, strict=True))
+        dead_now = bool(i["fetch_quiet"]) and waiting and any(stalls)
         err = self.fault(i)
         dead_cnt = min(self.dead_cnt + 1, DEAD_CYCLES - 1) if self.dead and i["run"] else 0
         self.finish_seen = self.finish_seen or bool(i["compute_finish"])
@@ -175,7 +175,7 @@ class Stimulus:
         quiet = {"stuck": 1, "almost_stuck": 1, "drained": 1}.get(mode, r.getrandbits(1))
         i["fetch_quiet"] = quiet
         i["fetch_done"] = 1 if mode == "drained" else r.getrandbits(1)
-        for e, q in zip(ENGINES, ("ldq_count", "cmpq_count", "stq_count")):
+        for e, q in zip(ENGINES, ("ldq_count", "cmpq_count", "stq_count"), strict=True):
             if mode in ("stuck", "almost_stuck", "drained"):
                 stall = mode != "drained" and r.random() < 0.6
                 i[f"{e}_stall"] = int(stall)
