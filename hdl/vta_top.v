@@ -230,6 +230,8 @@ vta_regs #(
 );
 
 // ---------------------------------------------------------------- DMA: one AXI4 master
+// reads: client 0 fetch, 1-2 load (INP, WGT), 3-5 compute (UOP, ACC, ACC_8BIT), each its
+// own ARID; writes: the store engine
 wire [NRD-1:0]             rd_req_valid;
 wire [NRD-1:0]             rd_req_ready;
 wire [NRD*ADDR_WIDTH-1:0]  rd_req_addr;

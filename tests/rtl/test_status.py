@@ -305,14 +305,15 @@ async def status(dut):
 CONFIGS = ((32, 4, 9), (64, 6, 9), (32, 3, 2))
 
 
-def _params():
-    for sim in ("verilator", "icarus"):
-        for n, (aw, idw, lqd) in enumerate(CONFIGS):
-            marks = (pytest.mark.slow,) if sim == "verilator" and n else ()
-            yield pytest.param(sim, aw, idw, lqd, id=f"{sim}-a{aw}-id{idw}-q{lqd}", marks=marks)
+PARAMS = [
+    pytest.param(sim, aw, idw, lqd, id=f"{sim}-a{aw}-id{idw}-q{lqd}",
+                 marks=(pytest.mark.slow,) if sim == "verilator" and n else ())
+    for sim in ("verilator", "icarus")
+    for n, (aw, idw, lqd) in enumerate(CONFIGS)
+]
 
 
-@pytest.mark.parametrize("simulator, aw, idw, lqd", _params())
+@pytest.mark.parametrize("simulator, aw, idw, lqd", PARAMS)
 def test_status(simulator, aw, idw, lqd):
     build_and_run(
         simulator,
