@@ -42,8 +42,18 @@ import numpy as np
 
 from . import tokenorder
 from .config import TOKEN_QUEUE_DEPTH
-from .golden import FORBIDDEN_FLAGS, POP_QUEUE, PUSH_QUEUE, dispatch_engine
-from .isa import DEFINED_OPCODES, AluOp, Insn, MemId, Opcode, disassemble
+from .isa import (
+    DEFINED_OPCODES,
+    FORBIDDEN_FLAGS,
+    POP_QUEUE,
+    PUSH_QUEUE,
+    AluOp,
+    Insn,
+    MemId,
+    Opcode,
+    disassemble,
+    dispatch_engine,
+)
 from .progfile import Program, accesses, compute_uops
 from .tokenorder import TokenPlay
 

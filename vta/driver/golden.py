@@ -27,7 +27,8 @@ import numpy as np
 
 from ..config import Config
 from ..errors import DeadlockError, DeviceError, DeviceTimeoutError, ErrorCode, ExecutionError
-from ..golden import ENGINES, QUEUES, Counters, GoldenModel, RunTimeoutError, TraceEvent
+from ..golden import Counters, GoldenModel, RunTimeoutError, TraceEvent
+from ..isa import ENGINES, QUEUES
 from . import regs
 from .host import NO_INDEX
 from .transport import Transport

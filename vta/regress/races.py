@@ -28,8 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .. import tokenorder
-from ..golden import dispatch_engine
-from ..isa import MemId, Opcode
+from ..isa import MemId, Opcode, dispatch_engine
 from ..lint import touches
 from ..progfile import elem_bytes, follow_uops
 from .generator import Case

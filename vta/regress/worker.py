@@ -25,7 +25,8 @@ from typing import Any
 
 from ..config import Config
 from ..errors import DeviceError
-from ..golden import GoldenModel, dispatch_engine
+from ..golden import GoldenModel
+from ..isa import dispatch_engine
 from ..sim.build import SimulatorError
 from . import shrink as shrinker
 from .check import Session
