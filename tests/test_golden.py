@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 import vta
-from vta import golden, isa
+from vta import golden, isa, regs
 from vta.config import TOKEN_QUEUE_DEPTH, Config
-from vta.driver import regs
 from vta.errors import ErrorCode
 from vta.golden import GoldenModel
 from vta.isa import (

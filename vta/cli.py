@@ -38,7 +38,7 @@ from .config import PRESETS, Config
 
 def _abort_simulators() -> None:
     """Kill every running simulator now and remove its session folder (Ctrl-C)."""
-    rtl = sys.modules.get("vta.driver.rtl")
+    rtl = sys.modules.get("vta.backends.rtl")
     if rtl is not None:
         rtl.abort_all()
 
@@ -88,7 +88,7 @@ def _check_dense_size(cfg: Config, backend: str, shape: tuple[int, int, int],
     """Refuse a dense layer too big for the device or this machine, before any work."""
     import os
 
-    from .driver import golden, rtl
+    from .backends import golden, rtl
 
     m, k, n = shape
     b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
@@ -478,7 +478,7 @@ def regs(fmt: str, as_json: bool) -> None:
     Example:
       vta regs --format verilog > vta_regs.vh
     """
-    from .driver import regs as regmap
+    from . import regs as regmap
 
     if as_json:
         echo_json([dataclasses.asdict(r) for r in regmap.REGISTERS])

@@ -248,13 +248,13 @@ PIPE_PROGRESS_EVERY = 15.0
 def working(message: str, quiet: bool = False) -> Iterator[None]:
     """A spinner saying ``message`` on stderr while the block runs, on a terminal (nothing
     in ``--json`` mode: ``quiet``).  A simulated run in the block shows its progress there:
-    cycles, speed, instructions retired (:func:`vta.driver.rtl.run_progress`).  In a pipe or
+    cycles, speed, instructions retired (:func:`vta.backends.rtl.run_progress`).  In a pipe or
     a CI log a line says the same every :data:`PIPE_PROGRESS_EVERY` seconds of a run; with
     ``-v`` the library's log does, every few seconds, terminal or not.
     """
     from rich.console import Console
 
-    from .driver import rtl
+    from .backends import rtl
 
     console = Console(stderr=True, quiet=quiet)
     if quiet or not console.is_terminal:

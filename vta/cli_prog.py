@@ -38,7 +38,7 @@ def _options_for(prog, backend: str, sim: dict, **extra) -> dict:
     if "mem_size" not in options and prog.mem_size is not None:
         options["mem_size"] = prog.mem_size
     if "mem_size" not in options and backend != "golden":
-        from .driver import rtl
+        from .backends import rtl
 
         simulator = "verilator" if backend.endswith("-sim") else backend
         if prog.end > rtl.DEFAULT_MEM_SIZE[simulator]:  # the smallest power of two that fits
@@ -506,7 +506,7 @@ def waves(program: Path, backend: str, output: Path, cycle_range, insn_range, **
     import tempfile
 
     from . import progfile
-    from . import waves as vwaves
+    from .hdltools import waves as vwaves
 
     if cycle_range and insn_range:
         raise click.UsageError("give --cycles or --insns, not both")

@@ -105,7 +105,7 @@ def bench(config: str, quick: bool, rtl: str, blas_threads: int, as_json: bool) 
 
 # -------------------------------------------------------------------- cache
 def _builds() -> list[dict]:
-    from .sim.build import cache_root
+    from .hdltools.build import cache_root
 
     root = cache_root() / "sim"
     out = []
@@ -187,7 +187,7 @@ def cache_clean(simulator: str | None, yes: bool) -> None:
     Example:
       vta cache clean --simulator verilator --yes
     """
-    from .sim.build import cache_root
+    from .hdltools.build import cache_root
 
     builds = [b for b in _builds() if simulator is None or b["simulator"] == simulator]
     root = cache_root() / "sim"

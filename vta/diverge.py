@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import isa
-from .driver import regs
+from . import isa, regs
 from .errors import DeadlockError, ExecutionError, VTAError
 from .isa import INSN_BYTES, GemmInsn, Opcode
 from .progfile import Program, compute_uops, place

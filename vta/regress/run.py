@@ -302,7 +302,7 @@ def _stage_package() -> str:
     """A temporary folder holding this ``vta`` package laid out as the wheel lays it out."""
     import vta
 
-    from ..sim.build import hdl_dir, sim_dir
+    from ..hdltools.build import hdl_dir, sim_dir
 
     src = Path(vta.__file__).resolve().parent
     root = Path(tempfile.mkdtemp(prefix="vta-ship-"))

@@ -2,7 +2,7 @@
 
 :func:`open_transport` builds the design with the testbench of ``sim/`` (a
 cached build per simulator, configuration and options, outside the source
-tree; :mod:`vta.sim.build`), starts the simulator with the harness
+tree; :mod:`vta.hdltools.build`), starts the simulator with the harness
 ``sim/vta_harness.py`` and talks to it over a socket pair.  Every request has
 a timeout; a simulator that dies or stops answering becomes an exception and
 its process is killed, never left behind (``close()``, ``atexit``, a
@@ -59,10 +59,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import regs
 from ..config import Config
+from ..driver.transport import Transport
 from ..errors import DeviceError, DeviceTimeoutError
-from . import regs
-from .transport import Transport
 
 SIMULATORS = ("verilator", "icarus")
 #: Options of :func:`vta.open_device` this backend takes (see the table above).
@@ -129,7 +129,7 @@ def _set_pdeathsig() -> None:  # runs in the child between fork and exec
 
 
 def _tb_sources() -> list[Path]:
-    from ..sim.build import sim_dir
+    from ..hdltools.build import sim_dir
 
     return [sim_dir() / name for name in ("vta_dram.v", "vta_axil_master.v", "vta_monitor.v",
                                           "vta_tb.v")]
@@ -138,8 +138,8 @@ def _tb_sources() -> list[Path]:
 def build_testbench(backend: str, cfg: Config, *, mem_size: int | None = None,
                     waves: bool = False, force: bool = False):
     """Build (or reuse) ``vta_tb`` for ``backend`` and ``cfg``; returns a :class:`Build`."""
-    from .. import hdlgen
-    from ..sim import build as simbuild
+    from ..hdltools import build as simbuild
+    from ..hdltools import hdlgen
 
     if backend not in SIMULATORS:
         raise ValueError(f"backend must be one of {', '.join(SIMULATORS)}, not {backend!r}")
@@ -165,7 +165,7 @@ def build_testbench(backend: str, cfg: Config, *, mem_size: int | None = None,
 class RTLTransport(Transport):
     """Transport to a persistent simulator process running ``sim/vta_harness.py``.
 
-    A subclass simulating another testbench (the AWS wrappers: :mod:`vta.driver.aws_sim`)
+    A subclass simulating another testbench (the AWS wrappers: :mod:`vta.backends.aws_sim`)
     overrides :attr:`harness_module`, :meth:`harness_dirs`, :meth:`build_testbench`
     and :meth:`harness_plusargs`; ``simulator`` then names the simulator and ``backend``
     the backend.
@@ -181,7 +181,7 @@ class RTLTransport(Transport):
                  timeout: float = DEFAULT_TIMEOUT, mem_size: int | None = None,
                  simulator: str | None = None, reorder: bool = False, outstanding: int = 8,
                  bus_error: tuple[int, int] | None = None):
-        from ..sim import build as simbuild
+        from ..hdltools import build as simbuild
 
         simulator = backend if simulator is None else simulator
         if simulator not in SIMULATORS:
@@ -280,7 +280,7 @@ class RTLTransport(Transport):
 
     def harness_dirs(self) -> list[Path]:
         """Folders the harness module and what it imports live in."""
-        from ..sim.build import sim_dir
+        from ..hdltools.build import sim_dir
 
         return [sim_dir()]
 
@@ -328,7 +328,7 @@ class RTLTransport(Transport):
     def _save_log(self) -> Path:
         """A copy of the simulator log that outlives the session folder (logs folder of the
         build cache, the newest :data:`KEEP_LOGS` kept); the log itself if it cannot be made."""
-        from ..sim.build import cache_root
+        from ..hdltools.build import cache_root
 
         folder = cache_root() / "logs"
         try:
