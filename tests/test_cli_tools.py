@@ -40,7 +40,7 @@ def test_bench_rtl_figures():
 
 
 def test_bench_fails_when_a_result_is_wrong(monkeypatch):
-    from vta import programs
+    from vta.progfile import handbuilt as programs
 
     real = programs.MatmulProgram.expected
     monkeypatch.setattr(programs.MatmulProgram, "expected",

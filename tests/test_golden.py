@@ -30,7 +30,7 @@ from vta.isa import (
     encode_uop,
     insn_class,
 )
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 
 DEFAULT = Config.load("default")
 TINY = Config.load("tiny")

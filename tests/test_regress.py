@@ -22,7 +22,7 @@ from vta.cli import main
 from vta.errors import ConfigError, ErrorCode, ExecutionError
 from vta.golden import GoldenModel
 from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, encode_stream
-from vta.lint import lint
+from vta.progfile.lint import lint
 from vta.regress import coverage, races, run
 from vta.regress.check import Session
 from vta.regress.configs import parse_configs, random_config

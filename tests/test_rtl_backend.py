@@ -22,7 +22,7 @@ import vta
 from vta import trace as vtrace
 from vta.errors import DeadlockError, DeviceError, DeviceTimeoutError, ErrorCode, ExecutionError
 from vta.isa import AluInsn, GemmInsn, MemId, MemInsn, Opcode, Uop, encode, encode_uop
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 
 SIMS = ("icarus", "verilator")
 
@@ -588,7 +588,7 @@ WHEEL_SCRIPT = r'''
 import sys
 import numpy as np
 import vta
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 from vta.hdltools.build import hdl_dir, sim_dir
 print("vta from", vta.__file__)
 print("hdl", hdl_dir(), "sim", sim_dir())

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .config import Config
-from .programs import build_matmul
+from .progfile.handbuilt import build_matmul
 
 
 def _best(fn: Callable[[], object], repeat: int) -> float:

@@ -17,7 +17,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from . import __version__, isa
+from . import isa
+from ._version import __version__
 from .cli_common import (
     EXIT_INTERRUPTED,
     Differ,

@@ -394,7 +394,7 @@ def diff(program: Path, backend: str, reference: str, as_json: bool, **sim) -> N
     Example:
       vta diff prog.vtaprog -b icarus
     """
-    from . import diverge
+    from .progfile import diverge
 
     if backend == reference == "golden":
         raise click.UsageError("the golden model against itself compares nothing; give "
@@ -455,7 +455,7 @@ def lint_cmd(program: Path, mem_size: int | None, errors_only: bool, as_json: bo
     Example:
       vta lint prog.vtaprog
     """
-    from . import lint as vlint
+    from .progfile import lint as vlint
 
     prog = load_program(program)
     findings = vlint.lint(prog, mem_size=mem_size)

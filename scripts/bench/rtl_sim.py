@@ -2,7 +2,7 @@
 """RTL simulation figures, Verilator and Icarus side by side in one run.
 
 * **Simulation speed**: a GEMM-heavy stream (tiled int8 matmul, no ALU epilogue,
-  ``vta/programs.py``) on the default configuration; simulated cycles per
+  ``vta/progfile/handbuilt.py``) on the default configuration; simulated cycles per
   wall-clock second of the run itself (from START to ``irq``, as the harness
   measures it) and end to end (the driver's run: register protocol and every
   counter read included).  The same ``--size`` on both simulators, plus
@@ -56,7 +56,7 @@ import vta
 from vta import ops
 from vta.backends import rtl
 from vta.isa import AluInsn, GemmInsn, MemId, MemInsn, Opcode, Uop, encode, encode_uop
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 
 
 def matmul_run(dev, size: int) -> dict:

@@ -30,7 +30,7 @@ from conv2d_resnet import _cpu_name as cpu_name
 
 import vta
 from vta.hdltools import build as simbuild
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 
 #: label -> flags appended to the backend's CXXFLAGS ("" is the backend's own build).
 CANDIDATES = {

@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 import vta
-from vta import programs
 from vta.aws import afi as afimod
 from vta.cli import main
 from vta.hdltools import hdlgen
+from vta.progfile import handbuilt as programs
 
 botocore = pytest.importorskip("botocore")
 from botocore.stub import ANY, Stubber  # noqa: E402

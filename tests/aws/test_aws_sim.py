@@ -16,7 +16,7 @@ import pytest
 from vta import ops, regs
 from vta.aws import regs as clregs
 from vta.backends.aws import ShellTimeoutError
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 
 CASES = [pytest.param("f1", "verilator", "default", id="f1-verilator"),
          pytest.param("f2", "icarus", "tiny", id="f2-icarus"),

@@ -9,7 +9,7 @@ order within an engine, and the k-th push onto a queue before the k-th pop
 from it.  Two instructions of different engines neither of which happens
 before the other may run in either order on some device timing.
 
-:mod:`vta.lint` (deadlocks, token overflow, races in a program file) and
+:mod:`vta.progfile.lint` (deadlocks, token overflow, races in a program file) and
 :mod:`vta.regress.races` (races in a generated case) both use it.
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .config import TOKEN_QUEUE_DEPTH
-from .isa import DEFINED_OPCODES, ENGINES, POP_QUEUE, PUSH_QUEUE, Insn
+from ..config import TOKEN_QUEUE_DEPTH
+from ..isa import DEFINED_OPCODES, ENGINES, POP_QUEUE, PUSH_QUEUE, Insn
 
 _ENGINE_INDEX = {e: k for k, e in enumerate(ENGINES)}
 

@@ -40,9 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import tokenorder
-from .config import TOKEN_QUEUE_DEPTH
-from .isa import (
+from ..config import TOKEN_QUEUE_DEPTH
+from ..isa import (
     DEFINED_OPCODES,
     FORBIDDEN_FLAGS,
     POP_QUEUE,
@@ -54,7 +53,9 @@ from .isa import (
     disassemble,
     dispatch_engine,
 )
-from .progfile import Program, accesses, compute_uops
+from . import tokenorder
+from .analysis import accesses, compute_uops
+from .program import Program
 from .tokenorder import TokenPlay
 
 _MEM_IDS = frozenset(int(m) for m in MemId)
@@ -161,7 +162,7 @@ def _fields(insns: list[Insn], engines: list[str]) -> list[Finding]:
 
 # ------------------------------------------------------------------ tokens
 def _tokens(insns: list[Insn], engines: list[str], out: list[Finding]) -> TokenPlay:
-    """Play the token protocol (:func:`vta.tokenorder.play`); its faults become findings."""
+    """Play the token protocol (:func:`.tokenorder.play`); its faults become findings."""
     played = tokenorder.play(insns, engines)
     for q, (index, flag) in played.overflow.items():
         out.append(Finding("error", "token-overflow", index, engines[index], flag,
