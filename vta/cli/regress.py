@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..cli_common import EXIT_DIFFER
+from .common import EXIT_DIFFER
 
 EXAMPLES = """
 \b
@@ -70,8 +70,8 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
     features no program exercised.
     """
     from ..errors import VTAError
-    from .configs import parse_configs
-    from .run import Plan
+    from ..regress.configs import parse_configs
+    from ..regress.run import Plan
 
     try:
         if resume is not None:
@@ -112,7 +112,7 @@ def _run(plan, out, workers, cluster, resume, shrink, shrink_budget, ship, quiet
         TimeRemainingColumn,
     )
 
-    from .run import regress
+    from ..regress.run import regress
 
     console = Console(stderr=True)
     columns = [TextColumn("[bold]regress"), BarColumn(), MofNCompleteColumn(),
