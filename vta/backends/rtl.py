@@ -111,6 +111,10 @@ def _sweep_stale_sessions() -> None:
             continue  # alive (another user's), or unreadable: leave it
 
 
+#: The folder holding this ``vta`` package (the harness imports it from there).
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
 class SimulatorCrashError(DeviceError):
     """The simulator process died or sent something unexpected."""
 
@@ -240,11 +244,9 @@ class RTLTransport(Transport):
             plusargs += [f"+DRAM_ERR_ADDR={int(bus_error[0])}",
                          f"+DRAM_ERR_BYTES={int(bus_error[1])}"]
         parent, child = socket.socketpair()
-        import vta
-
         argv, env = simbuild.launch_command(
             self.build, self.harness_module, plusargs=plusargs,
-            python_path=[*self.harness_dirs(), Path(vta.__file__).resolve().parents[1]],
+            python_path=[*self.harness_dirs(), _PACKAGE_ROOT],
             results_file=self.workdir / "results.xml", waves_file=self.waves_file,
             extra_env={"VTA_HARNESS_FD": str(child.fileno()),
                        "VTA_BUS_BYTES": str(cfg.BUS_BYTES),
