@@ -447,6 +447,7 @@ def _cli(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
+@pytest.mark.sim
 def test_demo_runs_the_digits_network_by_default_on_the_rtl(tmp_path):
     result = _cli("demo", "--images", 3, "--trace", tmp_path / "one.trace")
     assert result.exit_code == 0, result.output
@@ -519,7 +520,7 @@ def test_training_script_exports_a_model_the_runtime_runs(tmp_path):
     from pathlib import Path
 
     pytest.importorskip("sklearn")
-    script = Path(__file__).resolve().parent.parent / "scripts" / "train_digits.py"
+    script = Path(__file__).resolve().parents[2] / "scripts" / "train_digits.py"
     result = subprocess.run([sys.executable, str(script), "--epochs", "2", "--out", str(tmp_path)],
                             capture_output=True, text=True, timeout=600, check=True)
     assert "int8 reference" in result.stdout and "float (NumPy)" in result.stdout

@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+import needs
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -470,14 +471,10 @@ def test_bad_options(tmp_path):
     assert res.exit_code == 1 and "not 'huge'" in res.output
 
 
+@pytest.mark.sim
 def test_verilator_tiny_slice_covers_every_bin(tmp_path):
     """One period on the RTL (tiny): no mismatch, and every bin, back-pressure included."""
-    from vta.hdltools.build import SimulatorError, simulator_version
-
-    try:
-        simulator_version("verilator")
-    except SimulatorError as exc:
-        pytest.skip(str(exc))
+    needs.simulator("verilator")
     res = CliRunner().invoke(main, ["regress", "-n", str(len(schedule())), "--configs", "tiny",
                                     "-w", "2", "-o", str(tmp_path)])
     assert res.exit_code == 0, res.output
@@ -508,15 +505,11 @@ def test_load_of_padding_only_zeroes_its_entries():
     assert counters.inp_load_bytes == 4 * elem
 
 
+@pytest.mark.sim
 @pytest.mark.slow
 def test_seeded_failure_shrinks_on_the_rtl():
     """The same patched reference against Verilator (tiny): the shrunk case still fails there."""
-    from vta.hdltools.build import SimulatorError, simulator_version
-
-    try:
-        simulator_version("verilator")
-    except SimulatorError as exc:
-        pytest.skip(str(exc))
+    needs.simulator("verilator")
     session = Session("verilator", TINY, reference=MaxImmOffByOne)
     try:
         case = generate(TINY, 0, session.base, "normal")

@@ -107,6 +107,7 @@ def program(tmp_path_factory):
     return folder / "hand.vtaprog"
 
 
+@pytest.mark.sim
 def test_trace_on_the_rtl_and_golden_agree(program, tmp_path):
     rtl = invoke("trace", program, "-b", "verilator", "--out", tmp_path / "v.trace",
                  "--perfetto", tmp_path / "v.json", "--png", tmp_path / "v.png")
@@ -175,12 +176,14 @@ def dense_program(tmp_path_factory):
     return folder / "run-0001.vtaprog"
 
 
+@pytest.mark.sim
 def test_diff_agrees_when_the_rtl_is_right(dense_program):
     result = invoke("diff", dense_program, "-b", "verilator")
     assert result.exit_code == 0, result.output
     assert "verilator agrees with golden" in result.output
 
 
+@pytest.mark.sim
 def test_diff_finds_a_flipped_alu_result(dense_program, monkeypatch):
     """Golden patched to flip one bit of the first MAX result: the STORE of it is named."""
     import numpy as np
@@ -236,6 +239,7 @@ FINISH
 """
 
 
+@pytest.mark.sim
 def test_diff_names_the_first_store_in_time_not_in_address(tmp_path, monkeypatch):
     """Both STOREs write wrong values; the first to run (the higher address) is named."""
     import numpy as np
@@ -263,6 +267,7 @@ def test_diff_names_the_first_store_in_time_not_in_address(tmp_path, monkeypatch
 
 
 # -------------------------------------------------------------------- vta waves
+@pytest.mark.sim
 def test_waves_whole_run_and_a_window(program, tmp_path):
     import pywellen
 

@@ -19,7 +19,7 @@ from vta.isa import GemmInsn, MemId, MemInsn, Opcode, encode_stream
 
 DEFAULT = vta.Config.load("default")
 TINY = vta.Config.load("tiny")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def small_driver(pages: int = 16, cfg: vta.Config = DEFAULT) -> Driver:
