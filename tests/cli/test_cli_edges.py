@@ -368,7 +368,7 @@ def test_diff_names_the_writer_the_store_read(tmp_path, monkeypatch):
     """The device under test adds wrong (a golden model whose ADD flips a bit, only for its
     runs): the STORE of out2 (#6) differs, and the value came from the ADD #7 after it in
     the stream, not from the GEMM #4 before it.  The prefixes bisected end where a STORE
-    can finish (after #4 for #5, after #7 for #6): none deadlocks."""
+    can finish (#5 after itself, #6 after the ADD #7 it waits for): none deadlocks."""
     prog = progfile.parse(STORED_TWICE)
     ends = []
     observe = diverge.observe
@@ -400,5 +400,5 @@ def test_diff_names_the_writer_the_store_read(tmp_path, monkeypatch):
     assert (found.expected, found.actual) == (2, 3)  # lane 0 of w @ x is 1, plus 1; bit 0 flipped
     assert found.producers == [(7, "ADD uop_bgn=1 uop_end=2 iter_out=1 iter_in=1 use_imm=1 "
                                    "imm=1 deps=pop_next,push_next")]
-    assert sorted({count for count, _ in ends} - {None}) == [5, 8]
+    assert sorted({count for count, _ in ends} - {None}) == [6, 8]
     assert all(error is None for _, error in ends), ends
