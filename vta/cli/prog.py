@@ -469,9 +469,10 @@ def lint_cmd(program: Path, mem_size: int | None, errors_only: bool, as_json: bo
     Token balance per queue with a deadlock proof (which instruction waits
     forever, on which queue, and why), SRAM and DRAM bounds, dependency flags
     an engine does not have, micro-op read-after-write hazards, STOREs of OUT
-    entries no GEMM/ALU wrote, SHR immediates outside -31..31, and LOADs or
-    STOREs racing with compute because no token orders them.  Each finding
-    names the instruction, engine and field.
+    entries no GEMM/ALU wrote before them, SHR immediates outside -31..31, and
+    LOADs or STOREs racing with compute because no token orders them.  "Before"
+    is token order (happens-before), not stream order.  Each finding names the
+    instruction, engine and field.
 
     Exit status 3 when there is an error (warnings alone: 0).
 
