@@ -325,6 +325,16 @@ def test_diff_of_a_program_deadlocking_on_both_says_so(tmp_path):
     info = json.loads(run_cli("diff", path, "-b", "icarus", "--json").stdout)
     assert info["agree"] and info["end"] == "DEADLOCK in compute at instruction 4"
     assert [(f["index"], f["engine"]) for f in info["deadlock"]] == [(4, "compute"), (5, "store")]
+    # a fault on both is no success either; without FINISH the fault names no instruction
+    for old, new, end in (("LOAD INP dram_base=@x", "LOAD INP sram_base=600 dram_base=@x",
+                           "SRAM_RANGE in load at instruction 1"),
+                          ("FINISH", "", "NO_FINISH in compute")):
+        path = assembled(tmp_path, GEMM_1X4.replace(old, new), "fault")
+        result = run_cli("diff", path, "-b", "icarus")
+        assert error_line(result, 1) == (f"fault.vtaprog stops with {end} on both golden and "
+                                         "icarus, the same way: they agree, but it never runs "
+                                         "to its end")
+        assert result.stdout.splitlines()[0].endswith(f" s); both stop with {end}:")
 
 
 # ------------------------------------------------------ token order, not stream order

@@ -432,7 +432,7 @@ def diff(program: Path, backend: str, reference: str, as_json: bool, **sim) -> N
         both = "; both deadlock:" if deadlock else f"; both stop with {end}:" if end else ""
         click.echo(f"{program.name}: {backend} agrees with {reference} (memory, tokens, "
                    f"counters and the end of the run; {seconds:.1f} s){both}")
-        insns = prog.insns()
+        insns = prog.insns() if stuck else []
         for f in stuck:
             click.echo(f"  #{f.index} ({f.engine}) {f.message}\n"
                        f"      {isa.disassemble(insns[f.index])}")

@@ -87,8 +87,10 @@ def _describe_error(exc: VTAError) -> str:
     it; which instructions a deadlock stops at does not depend on timing)."""
     if isinstance(exc, DeadlockError):
         module, (index, _) = next(iter(exc.stuck.items()))
-        return f"DEADLOCK in {module} at instruction {index}"
-    return f"{exc.code.name} in {exc.module} at instruction {exc.index}"
+        code = "DEADLOCK"
+    else:
+        code, module, index = exc.code.name, exc.module, exc.index
+    return f"{code} in {module}" + (f" at instruction {index}" if index is not None else "")
 
 
 def prefix(prog: Program, count: int) -> Program:
