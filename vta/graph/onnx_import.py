@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from . import fixed
 from .ir import Graph, GraphError, Node, QType, Value
 
 __all__ = ["load_onnx", "require_onnx"]
@@ -253,6 +254,7 @@ class _Importer:
         graph = Graph(self.name, self.inputs, self.graph_outputs, self.values, self.nodes,
                       {p.key: p.value for p in self.model.metadata_props})
         _fuse_int_relu(graph)
+        fixed.annotate(graph)
         return graph
 
     # ----------------------------------------------------- quantization
