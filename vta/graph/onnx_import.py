@@ -453,6 +453,38 @@ class _Importer:
                  "bias": None, "lo": yq.qmin, "hi": yq.qmax}
         self.add_node(node.name, "dense", [a], node.output[0], attrs, (node.name,), qtype=yq)
 
+    def op_QGemm(self, i, node):
+        ins = list(node.input) + [""] * (9 - len(node.input))
+        attrs = self.attrs(node)
+        if attrs.get("alpha", 1.0) != 1.0 or attrs.get("transA", 0):
+            self.fail(node, "only QGemm with alpha=1 and transA=0 is supported")
+        if not ins[7]:
+            self.fail(node, "a QGemm with a float output (no y_scale) is not supported")
+        a = ins[0]
+        self.set_qtype(node, a, self.qtype(node, ins[1], ins[2], "input A"))
+        w = self.const(node, ins[3], "input B")
+        if w.dtype != np.int8 or w.ndim != 2:
+            self.fail(node, f"input B must be a 2-D int8 constant, not {w.dtype} {w.shape}")
+        ws, wz = self.qparams(node, ins[4], ins[5], "input B", per_channel=True)
+        if not attrs.get("transB", 0):
+            w = np.ascontiguousarray(w.T)
+        yq = self.qtype(node, ins[7], ins[8], "output")
+        n_out = w.shape[0]
+        bias = None
+        if ins[6]:
+            bias = self.const(node, ins[6], "bias C")
+            if bias.dtype != np.int32 or bias.shape != (n_out,):
+                self.fail(node, f"bias C must be int32 of shape ({n_out},), not {bias.dtype} "
+                                f"{bias.shape}")
+        if ws.size not in (1, n_out) or np.asarray(wz).size not in (1, n_out):
+            self.fail(node, f"input B scale/zero point must have 1 or {n_out} values")
+        attrs = {"weight": w, "w_scale": np.broadcast_to(ws.reshape(-1), (n_out,)).astype(
+                     np.float64),
+                 "w_zero": np.broadcast_to(np.asarray(wz).reshape(-1), (n_out,)).astype(
+                     np.int64),
+                 "bias": bias, "lo": yq.qmin, "hi": yq.qmax}
+        self.add_node(node.name, "dense", [a], node.output[0], attrs, (node.name,), qtype=yq)
+
     def op_QLinearAdd(self, i, node):
         ins = list(node.input)
         for name, s, z, what in ((ins[0], ins[1], ins[2], "A"), (ins[3], ins[4], ins[5], "B")):
