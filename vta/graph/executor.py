@@ -331,6 +331,10 @@ class Executor:
         a = node.attrs
         if len(node.inputs) == 2 and shapes[node.inputs[0]] != shapes[node.inputs[1]]:
             return "operands of different shapes (no broadcasting on VTA)"
+        if len(node.inputs) == 1:
+            out = shapes[node.output]
+            if np.broadcast_shapes(np.shape(a["const"]), out) != out:
+                return f"constant of shape {np.shape(a['const'])} does not broadcast to {out}"
         if len(shapes[node.inputs[0]]) not in (2, 4):
             return "only 2-D and 4-D tensors live on the device"
         if a.get("fixed") is None:

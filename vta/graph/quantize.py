@@ -229,3 +229,48 @@ def resnet_float(seed: int = 0, size: int = 32, classes: int = 10, width: int = 
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
+
+
+def mlp_float(seed: int = 0, features: int = 64, hidden: int = 32, classes: int = 10):
+    """A float MLP in the forms exporters write (onnx.ModelProto): ``Reshape`` of an image,
+    ``MatMul`` + ``Add`` of a bias, ``Relu``, ``Gemm`` with ``transB=0``, ``Relu``, ``Flatten``,
+    ``MatMul`` + ``Add``.  Input (N, 1, 8, 8) for ``features`` = 64."""
+    onnx = require_onnx()
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    inits = []
+
+    def const(array: np.ndarray, name: str, dtype=np.float32) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(array).astype(dtype), name))
+        return name
+
+    def weight(rows: int, cols: int) -> np.ndarray:
+        return rng.normal(0, math.sqrt(2 / rows), (rows, cols))
+
+    nodes = [
+        helper.make_node("Reshape", ["input", const([-1, features], "shape", np.int64)],
+                         ["x"], name="reshape"),
+        helper.make_node("MatMul", ["x", const(weight(features, hidden), "fc1.w")], ["m1"],
+                         name="fc1"),
+        helper.make_node("Add", ["m1", const(rng.normal(0, 0.1, hidden), "fc1.b")], ["a1"],
+                         name="fc1.bias"),
+        helper.make_node("Relu", ["a1"], ["r1"], name="fc1.relu"),
+        helper.make_node("Gemm", ["r1", const(weight(hidden, hidden), "fc2.w"),
+                                  const(rng.normal(0, 0.1, hidden), "fc2.b")], ["g2"],
+                         name="fc2"),
+        helper.make_node("Relu", ["g2"], ["r2"], name="fc2.relu"),
+        helper.make_node("Flatten", ["r2"], ["f2"], name="flatten", axis=1),
+        helper.make_node("MatMul", ["f2", const(weight(hidden, classes), "fc3.w")], ["m3"],
+                         name="fc3"),
+        helper.make_node("Add", ["m3", const(rng.normal(0, 0.1, classes), "fc3.b")],
+                         ["logits"], name="fc3.bias"),
+    ]
+    graph = helper.make_graph(
+        nodes, "mlp_float",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 8, 8])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", classes])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
