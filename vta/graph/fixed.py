@@ -213,9 +213,13 @@ def choose(ratio: np.ndarray, bound: np.ndarray, out_span: int, per_channel: boo
     rows = bool(per_channel and np.unique(ratio).size > 1)
     mult_max, s_min = (INT32_MAX, 1) if rows else (IMM_MAX, 0)
     result = None
+    if not rows:  # one set of immediates: the largest bound for every channel
+        bound_eff = np.full(ratio.shape, bound.max(), np.int64)
+    else:
+        bound_eff = bound
     for clamp in (False, True):
         chans = []
-        for r, a in zip(ratio, bound, strict=True):
+        for r, a in zip(ratio, bound_eff, strict=True):
             reach = int(min(int(a), math.floor((out_span + 1) / r) + 1)) if r > 0 else int(a)
             got = _one(float(r), int(a), reach, out_span, mult_max, s_min, clamp)
             if got is None:
