@@ -228,3 +228,39 @@ def test_ort_quantized_digits_bit_exact_on_verilator():
             x[:12], dev)
     assert report.cycles > 0 and all(n.cycles > 0 for n in report.vta_nodes)
     assert agreement.top1_equal == 12
+
+
+# ------------------------------------------------------------- bad input, one line each
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from vta.cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_bad_models_and_inputs_are_one_line_errors(tmp_path):
+    x, _ = digits_test_set()
+    np.save(tmp_path / "x.npy", x[:2])
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    result = _cli("graph", "run", empty, "-i", tmp_path / "x.npy")
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        f"Error: GraphError: {empty}: the file is empty, not an ONNX model"]
+    # a model whose H and W are dynamic, fed 10x10 images: the dense layer cannot take them
+    model = _quantized("digits", form="qdq", per_channel=False, activations="uint8")
+    dynamic = onnx.ModelProto()
+    dynamic.CopyFrom(model)
+    for d, name in zip(dynamic.graph.input[0].type.tensor_type.shape.dim[2:], "HW", strict=True):
+        d.dim_param = name
+    onnx.save(dynamic, str(tmp_path / "dyn.onnx"))
+    np.save(tmp_path / "big.npy", np.zeros((2, 1, 10, 10), np.float32))
+    result = _cli("graph", "run", tmp_path / "dyn.onnx", "-i", tmp_path / "big.npy")
+    assert result.exit_code == 1
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("Error: GraphError: node ")
+    assert "(2, 800)" in line and "(N, 512)" in line
+    # the same model at its own size runs
+    result = _cli("graph", "run", tmp_path / "dyn.onnx", "-i", tmp_path / "x.npy", "--no-ort")
+    assert result.exit_code == 0, result.output

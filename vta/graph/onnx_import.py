@@ -697,11 +697,17 @@ def load_onnx(model: str | Path | bytes | Any) -> Graph:
         (the message names the node and the reason).
     """
     onnx = require_onnx()
+    where = "the model"
     if isinstance(model, (str, Path)):
+        where = str(model)
         try:
+            if Path(model).stat().st_size == 0:
+                raise GraphError(f"{model}: the file is empty, not an ONNX model")
             model = onnx.load(str(model))
         except FileNotFoundError:
             raise GraphError(f"{model}: no such ONNX file") from None
+        except GraphError:
+            raise
         except Exception as exc:  # protobuf's DecodeError and friends
             raise GraphError(f"{model}: not a readable ONNX model ({exc})") from None
     elif isinstance(model, (bytes, bytearray)):
@@ -709,4 +715,6 @@ def load_onnx(model: str | Path | bytes | Any) -> Graph:
             model = onnx.load_from_string(bytes(model))
         except Exception as exc:
             raise GraphError(f"not a readable ONNX model ({exc})") from None
+    if not model.graph.node or not model.graph.output:
+        raise GraphError(f"{where}: not an ONNX model with a graph (no nodes or no outputs)")
     return _Importer(model).run()

@@ -242,6 +242,7 @@ def run_reference(graph: Graph, feeds: Mapping[str, Any],
                   keep: bool = False) -> dict[str, np.ndarray]:
     """Run ``graph`` on NumPy alone; returns the outputs by name (every value if ``keep``)."""
     env = check_feeds(graph, feeds)
+    infer_shapes(graph, {k: v.shape for k, v in env.items()})  # a one-line error for bad sizes
     for node in graph.nodes:
         env[node.output] = eval_node(node, graph, [env[i] for i in node.inputs])
     return env if keep else {name: env[name] for name in graph.outputs}
@@ -255,6 +256,12 @@ def infer_shapes(graph: Graph, input_shapes: Mapping[str, tuple[int, ...]]
         x = shapes[node.inputs[0]]
         a = node.attrs
         if node.op in ("conv", "maxpool", "avgpool"):
+            if len(x) != 4:
+                raise GraphError(f"node {node.name!r} ({node.op}): its input has shape {x}, not "
+                                 "4-D (N, C, H, W)")
+            if node.op == "conv" and x[1] != a["weight"].shape[1] * a["group"]:
+                raise GraphError(f"node {node.name!r} (conv): its input has {x[1]} channels, "
+                                 f"its weights take {a['weight'].shape[1] * a['group']}")
             if a.get("global"):
                 shapes[node.output] = x[:2] + (1, 1)
                 continue
@@ -263,12 +270,23 @@ def infer_shapes(graph: Graph, input_shapes: Mapping[str, tuple[int, ...]]
             t, left, b, r = a["pads"]
             oh = (x[2] + t + b - dil[0] * (kernel[0] - 1) - 1) // a["stride"][0] + 1
             ow = (x[3] + left + r - dil[1] * (kernel[1] - 1) - 1) // a["stride"][1] + 1
+            if oh < 1 or ow < 1:
+                raise GraphError(f"node {node.name!r} ({node.op}): a {kernel[0]}x{kernel[1]} "
+                                 f"window does not fit its {x[2]}x{x[3]} input")
             c = a["weight"].shape[0] if node.op == "conv" else x[1]
             shapes[node.output] = (x[0], c, oh, ow)
         elif node.op == "dense":
+            if len(x) != 2 or x[1] != a["weight"].shape[1]:
+                raise GraphError(f"node {node.name!r} (dense): its input has shape {x}, but its "
+                                 f"weights take (N, {a['weight'].shape[1]}); check the input's "
+                                 "size")
             shapes[node.output] = (x[0], a["weight"].shape[0])
         elif node.op == "reshape":
-            shapes[node.output] = _reshape_target(x, a["shape"])
+            target = _reshape_target(x, a["shape"])
+            if np.prod(target) != np.prod(x) or min(target, default=1) < 0:
+                raise GraphError(f"node {node.name!r} (reshape): cannot reshape {x} to "
+                                 f"{a['shape']}")
+            shapes[node.output] = target
         elif node.op == "flatten":
             axis = a["axis"] % len(x) if a["axis"] < 0 else a["axis"]
             shapes[node.output] = (int(np.prod(x[:axis])), int(np.prod(x[axis:])))
