@@ -264,3 +264,40 @@ def test_bad_models_and_inputs_are_one_line_errors(tmp_path):
     # the same model at its own size runs
     result = _cli("graph", "run", tmp_path / "dyn.onnx", "-i", tmp_path / "x.npy", "--no-ort")
     assert result.exit_code == 0, result.output
+
+
+def test_graph_quantize_command_and_cpu_hints_in_graph_run(tmp_path):
+    import json
+
+    x, labels = digits_test_set()
+    np.save(tmp_path / "calib.npy", digits_calibration()[:64])
+    np.save(tmp_path / "x.npy", x[:40])
+    np.save(tmp_path / "y.npy", labels[:40])
+    out = tmp_path / "int8.onnx"
+    result = _cli("graph", "quantize", digits_float_model(), "--calib", tmp_path / "calib.npy",
+                  "-o", out, "--per-channel", "--eval", tmp_path / "x.npy", "--labels",
+                  tmp_path / "y.npy", "--json")
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.output)
+    assert info["mac_share_on_vta"] == 1.0 and info["vta_bit_exact"]
+    assert [c["model"] for c in info["columns"]] == ["float", "int8 reference (VTA)",
+                                                      "onnxruntime int8"]
+    assert all(c["accuracy"] > 0.9 for c in info["columns"])
+    assert info["onnxruntime_agreement"]["top1_equal"] == 40
+    assert {c["op"] for c in info["cpu_nodes"]} == {"quantize", "dequantize", "flatten"}
+    g = graph.load_onnx(out)
+    assert any(n.attrs.get("fixed") is not None and n.attrs["fixed"].rows for n in g.nodes)
+    result = _cli("graph", "quantize", digits_float_model(), "--calib", tmp_path / "calib.npy",
+                  "-o", out, "--scheme", "pow2", "--format", "qoperator")
+    assert result.exit_code == 1
+    assert "--scheme pow2 rewrites QDQ models only" in result.output
+    # graph run: a node with an asymmetric weight says why it stays on the CPU and what to do
+    model = onnx.load(str(tmp_path / "int8.onnx"))
+    zp = next(t for t in model.graph.initializer if t.name == "conv2.w_zero_point")
+    zp.CopyFrom(onnx.numpy_helper.from_array(np.full(onnx.numpy_helper.to_array(zp).shape, 3,
+                                                     np.int8), zp.name))
+    onnx.save(model, str(tmp_path / "asym.onnx"))
+    result = _cli("graph", "run", tmp_path / "asym.onnx", "-i", tmp_path / "x.npy")
+    assert result.exit_code == 0, result.output
+    assert "stays on the CPU: weight zero point 3; re-quantize with symmetric weights" \
+        in result.output

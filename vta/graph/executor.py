@@ -175,12 +175,18 @@ class Report:
         s = self.stats
         return None if s is None else s.cycles
 
+    def mac_share(self) -> float:
+        """Share of the conv and dense multiply-accumulates that ran on VTA."""
+        total = sum(n.macs for n in self.nodes)
+        return sum(n.macs for n in self.vta_nodes) / total if total else 0.0
+
     def gemm_utilisation(self) -> float | None:
         s = self.stats
         return s.gemm_uops / s.cycles if s is not None and s.cycles else None
 
     def as_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "config": self.cfg.name, "seconds": self.seconds,
+                "mac_share": self.mac_share(),
                 "cycles": self.cycles, "gemm_utilisation": self.gemm_utilisation(),
                 "activation_bytes": self.activation_bytes,
                 "activation_bytes_unshared": self.activation_bytes_unshared,
