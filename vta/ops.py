@@ -53,7 +53,17 @@ Element-wise add (a residual connection) runs on the ALU alone::
 Both operands are cut into tiles of a quarter of the ACC buffer: the compute
 engine loads the tile of ``a`` and of ``b`` into one ACC half (LOADs of ACC
 belong to the compute stage), runs the ALU steps, and the store engine drains
-the half while compute fills the other one.
+the half while compute fills the other one.  ``emit_add`` also takes any ALU
+steps per operand and after the sum (a fixed-point add with zero points).
+
+General epilogues (:class:`Epilogue`, for :func:`emit_conv2d`): per-channel
+int32 rows loaded beside each tile (a bias, multipliers, shifts, corrections),
+``ADD`` of a row over output rectangles, then ALU steps with immediates or
+with a row as the tensor source (``MUL``, ``SHR`` per channel).
+
+Pooling (:func:`emit_pool2d`) runs on the ALU too: input rows loaded into the
+accumulator (``ACC_8BIT``), one ``MAX`` or ``ADD`` per window position over
+the outputs whose window has that position inside the input, then ALU steps.
 """
 
 from __future__ import annotations

@@ -2,28 +2,32 @@
 
 Placement
 ---------
-``conv`` and ``dense`` go to VTA when their arithmetic is VTA's: int8 tensors
-with zero points 0, one per-tensor power-of-two scale ratio ``x_scale * w_scale
-/ y_scale = 2**-s`` (the requantization is an ALU shift), group 1, dilation 1,
-symmetric padding smaller than the kernel, and a tiling that fits the
-scratchpads.  A convolution whose input channels, padded to BLOCK_IN, would
-make more than ``max_channel_waste`` (4) times the work runs on the CPU (as
-upstream ran ResNet's first layer).  ``add`` goes to VTA when the scale ratios
-are powers of two (shifts on the ALU).  Everything else -- pooling,
+``conv`` and ``dense`` go to VTA when their weights are symmetric (zero point
+0), their requantization has fixed-point parameters (:mod:`vta.graph.fixed`),
+group 1, dilation 1, symmetric padding smaller than the kernel, and a tiling
+fits the scratchpads (``max_channel_waste`` optionally keeps convolutions
+whose input channels, padded to BLOCK_IN, multiply the work too much on the
+CPU).  ``add`` goes to VTA with equal operand shapes (or a constant operand
+that broadcasts), ``maxpool`` and ``avgpool`` (without padding) when a tile
+fits.  Tensors are int8 or uint8 with any zero points.  Everything else --
 reshapes, (de)quantization, softmax, and any node that fails a rule above --
-runs on the CPU through the int8 reference's own kernels; the report says why.
+runs on the CPU through the int8 reference's own kernels; the report says
+why, and what to change.
 
-Fused epilogues: the bias, the rounding offset ``2**(s-1)``, the shift and the
-output clamp (saturation, ReLU, Clip) run inside the VTA operator's ALU
-epilogue.  Device buffers: weights are written once when the executor
+Fused epilogues (:mod:`vta.graph.lowering`): the bias with the input zero
+point folded in, zero-point corrections where windows overlap the padding,
+the fixed-point requantization, the output zero point and the output clamp
+(saturation, ReLU, Clip) run inside the VTA operator's ALU epilogue.  Device
+buffers: weights and per-channel rows are written once when the executor
 prepares a plan; activations live in packed layouts (NCHW{b}n{bi}c, or
-(1, K/bi, 1, M/b, b, bi) for matrices) in buffers allocated once and reused
-across layers (a buffer is free after its tensor's last VTA reader).  A
-tensor passes between VTA nodes without leaving the device; it is read back
-only for a CPU node or a graph output.  Each VTA node is one synchronize, so
-its counters (cycles, GEMM micro-ops, ...) are its own.  A node's stream is
-built on the first run of a plan and replayed afterwards (the same micro-ops
-and instructions written to the same staging buffers, then run).
+(1, K/bi, 1, M/b, b, bi) for matrices; uint8 tensors as ``x - 128``) in buffers
+allocated once and reused across layers (a buffer is free after its tensor's
+last VTA reader).  A tensor passes between VTA nodes without leaving the
+device; it is read back only for a CPU node or a graph output.  Each VTA node
+is one synchronize, so its counters (cycles, GEMM micro-ops, ...) are its
+own.  A node's stream is built on the first run of a plan and replayed
+afterwards (the same micro-ops and instructions written to the same staging
+buffers, then run).
 """
 
 from __future__ import annotations
@@ -256,8 +260,9 @@ class Executor:
         An open device (any backend).
     cpu_nodes : sequence of str
         Names of nodes to keep on the CPU whatever the rules say.
-    max_channel_waste : float
-        See the module docstring.
+    max_channel_waste : float, optional
+        Keep a convolution on the CPU when its input channels padded to
+        BLOCK_IN multiply its work more than this (default: never).
     queue_options : dict, optional
         Options for the :class:`~vta.runtime.CommandQueue` (``dump``, ...).
     replay : bool
