@@ -183,6 +183,16 @@ def test_pow2_scheme_makes_every_requantization_a_shift():
     with vta.open_device("golden") as dev:
         _, ref, _, agreement = _run(model, x, dev)
     assert (ref["logits"].argmax(1) == labels).mean() > 0.95
+    # weights keep their real values: within half a (new, power-of-two) step of the calibrated
+    fixed_model = _quantized("digits", form="qdq", per_channel=True, activations="uint8")
+    for name in ("conv2", "fc"):
+        a, b = (next(n for n in graph.load_onnx(m).nodes if n.name.startswith(name))
+                for m in (model, fixed_model))
+        real = [n.attrs["weight"] * n.attrs["w_scale"].reshape((-1,) + (1,) * (
+            n.attrs["weight"].ndim - 1)) for n in (a, b)]
+        step = a.attrs["w_scale"].reshape((-1,) + (1,) * (a.attrs["weight"].ndim - 1))
+        assert np.all(np.abs(real[0] - real[1]) <= step / 2 + 1e-9)
+        assert np.all(np.log2(a.attrs["w_scale"]) == np.round(np.log2(a.attrs["w_scale"])))
 
 
 def test_matmul_then_constant_add_bias_fuses_into_the_dense_layer():
@@ -261,6 +271,10 @@ def test_bad_models_and_inputs_are_one_line_errors(tmp_path):
     (line,) = result.output.strip().splitlines()
     assert line.startswith("Error: GraphError: node ")
     assert "(2, 800)" in line and "(N, 512)" in line
+    with pytest.raises(graph.GraphError, match=r"^node '.*' \(dense\): its input has shape "
+                                               r"\(2, 800\), but its weights take \(N, 512\)"):
+        graph.run_reference(graph.load_onnx(dynamic), {"input": np.zeros((2, 1, 10, 10),
+                                                                         np.float32)})
     # the same model at its own size runs
     result = _cli("graph", "run", tmp_path / "dyn.onnx", "-i", tmp_path / "x.npy", "--no-ort")
     assert result.exit_code == 0, result.output
