@@ -5,6 +5,7 @@ convolution ``x_scale * w_scale / y_scale``) and rounds.  VTA has no floating
 point, so the ratio becomes a multiplier ``M`` and shifts ``p`` and ``s``::
 
     a = (acc + 2**(p-1)) >> p          pre-shift (the offset rides in the bias)   p >= 0
+    a = clip(a, -L, L)                 only when the parameters need it (below)
     v = a * M                          int32 MUL, proven not to overflow
     y = ((v >> (s-1)) + 1) >> 1        = floor(v / 2**s + 1/2), rounding half up  s >= 1
     y = v                                                                         s == 0
@@ -20,7 +21,10 @@ input range and bias, see :func:`acc_bound`) gives ``|a| <= (A + 2**(p-1)) >>
 p``, which bounds ``M`` so that ``|a * M| <= 2**31 - 1``; the largest ``s``
 with ``round(r * 2**(p+s))`` within that bound (and within a 16-bit immediate
 for a per-tensor multiplier) gives the multiplier; the ``p`` with the smallest
-error bound wins.  With ``d = M / 2**(p+s) - r`` the computed value is
+error bound wins.  When that bound is above 1/8, the pre-shifted value is
+clamped to ``L = 2**15 - 1`` first, with ``p`` large enough that only
+accumulators whose result saturates anyway are clamped, and ``M`` is then
+bounded by ``(2**31 - 1) / L`` instead.  With ``d = M / 2**(p+s) - r`` the computed value is
 ``acc * r + acc * d + e * M / 2**s`` with ``|e| <= 1/2`` (the pre-shift's rounding,
 none when ``p == 0``), so::
 
