@@ -1,22 +1,21 @@
-"""NumPy golden model of the whole VTA device: the living specification.
+"""The fast golden model: the specification's behaviour, at the speed of vectorised NumPy.
 
-The model owns a byte-addressed device memory and the five scratchpads (UOP,
-INP, WGT, ACC, OUT).  :meth:`GoldenModel.run` fetches ``insn_count``
-instructions from a device address, dispatches them to the load, compute and
-store engines (vta-reference section 3.8) and runs the three engines as
-independent in-order machines that meet only through the four dependency-token
-queues.  The scheduler interleaves the engines one instruction at a time, so a
-stream that forgets a token misbehaves here as it would on hardware instead of
-passing by the luck of a serial order; a stream whose tokens cannot all be
-satisfied raises :class:`~vta.errors.DeadlockError` naming each stuck engine.
+:class:`GoldenModel` does exactly what :class:`vta.golden.spec.SpecModel` does --
+the same memory, scratchpads, counters, tokens, traces and faults for every
+stream -- and is what the rest of the project runs.  It owns a byte-addressed
+device memory and the five scratchpads; :meth:`GoldenModel.run` fetches
+``insn_count`` instructions from a device address, dispatches them to the load,
+compute and store engines and interleaves the engines one instruction at a
+time, so a stream that forgets a token misbehaves here as it would on hardware.
 
-GEMM and ALU instructions execute whole loop nests with vectorised NumPy,
-through *plans* (see "compute" below); nests larger than
+Where the specification runs one micro-op at a time, this model runs whole loop
+nests through cached *plans* (see "compute" below; nests larger than
 :data:`CHUNK_UOPS` micro-ops run in pieces, so memory stays bounded whatever the
-loop counts.  Every program fault of decision 7 raises
-:class:`~vta.errors.ExecutionError` with the instruction index, the engine and
-the field.  A run given a ``deadline`` stops with :class:`RunTimeoutError` once the
-clock passes it (checked between instructions and between pieces of a nest).
+loop counts), gathers the ALU operations of an epilogue and runs of plain
+LOADs and STOREs into one pass each (:class:`Scratchpads`), and decodes
+instructions in blocks (:class:`_Stream`).  Every such fast path is made before
+anything could tell the difference, and ``tests/test_golden_fast.py`` checks
+each one against the specification (docs/design.md, "Golden model").
 
 No simulator or device import happens here: the model depends on NumPy and the
 ISA tables only.
@@ -29,14 +28,14 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from .config import TOKEN_QUEUE_DEPTH, Config
-from .errors import DeadlockError, DeviceTimeoutError, ErrorCode, ExecutionError
-from .isa import (
+from ..config import TOKEN_QUEUE_DEPTH, Config
+from ..errors import ExecutionError
+from ..isa import (
     DEFINED_OPCODES,
     DEP_FLAGS,
     ENGINES,
@@ -56,12 +55,34 @@ from .isa import (
     insn_class,
     layout,
 )
+from . import spec
+from .common import (
+    Counters,
+    TraceEvent,
+    alu_opcode,
+    bad_insn_count,
+    bus_check,
+    deadlock,
+    device_memory,
+    dram_outside,
+    forbidden_flag,
+    index_beyond,
+    load_beyond_sram,
+    load_memory_type,
+    no_finish,
+    static_fault,
+    store_beyond_sram,
+    store_memory_type,
+    store_pad,
+    stream_outside,
+    timeout,
+    token_overflow,
+    undefined_opcode,
+    uop_end_beyond,
+)
+from .spec import ALU_FUNCTIONS, LOADS
 
 _ENGINE_ORDER = tuple(enumerate(ENGINES))  # (number, name): the order engines take turns in
-
-#: Loadable memory types -> (scratchpad written, counter prefix).
-_LOAD_TYPES = {MemId.INP: ("inp", "inp"), MemId.WGT: ("wgt", "wgt"), MemId.UOP: ("uop", "uop"),
-               MemId.ACC: ("acc", "acc"), MemId.ACC_8BIT: ("acc", "acc8")}
 
 _FINISH = int(Opcode.FINISH)
 _WORD = np.dtype("<u8")  # instructions are two little-endian 64-bit words
@@ -86,55 +107,12 @@ _RESET = (np.multiply, np.int32(0))
 _CLIP = (np._core if hasattr(np, "_core") else np.core).umath.clip
 
 
-@dataclass
-class Counters:
-    """Event counters of one run, like upstream fsim's plus per-engine counts."""
+class Scratchpads(spec.Scratchpads):
+    """The on-chip buffers of :class:`vta.golden.spec.Scratchpads`, plus flat views of the
+    same memory and the work the fast model has retired but not done yet.
 
-    uop_load_bytes: int = 0
-    inp_load_bytes: int = 0
-    wgt_load_bytes: int = 0
-    acc_load_bytes: int = 0
-    acc8_load_bytes: int = 0
-    out_store_bytes: int = 0
-    gemm_uops: int = 0
-    alu_uops: int = 0
-    load_insns: int = 0
-    compute_insns: int = 0
-    store_insns: int = 0
-    tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(QUEUES, 0))
-
-    def as_dict(self) -> dict[str, int]:
-        out = {k: v for k, v in self.__dict__.items() if k != "tokens"}
-        out.update({f"{q}_tokens": n for q, n in self.tokens.items()})
-        return out
-
-
-@dataclass(frozen=True)
-class TraceEvent:
-    """One retired instruction: engine, stream index, instruction, token effects."""
-
-    module: str
-    index: int
-    insn: Insn
-    popped: tuple[str, ...]
-    pushed: tuple[str, ...]
-
-
-class RunTimeoutError(DeviceTimeoutError):
-    """A run passed its deadline; it stopped in instruction ``index`` of engine ``module``."""
-
-    def __init__(self, message: str, *, module: str, index: int):
-        super().__init__(message)
-        self.module = module
-        self.index = index
-
-
-class Scratchpads:
-    """The on-chip buffers, each a typed element array plus flat views of the same memory.
-
-    ``uop`` is (depth,) uint32; ``inp``/``wgt``/``acc``/``out`` are (depth,
-    rows, lanes).  ``raw[name]`` views a buffer as (depth, element bytes)
-    uint8; ``acc2``/``out2`` view ACC/OUT as (depth, BATCH x BLOCK_OUT).
+    ``raw[name]`` views a buffer as (depth, element bytes) uint8; ``acc2``/``out2`` view
+    ACC/OUT as (depth, BATCH x BLOCK_OUT).
 
     ``wgt_float`` holds weight tiles GEMM plans converted to float matrices,
     by (plan, WGT base); it is only valid while WGT is unchanged, and the model
@@ -166,12 +144,8 @@ class Scratchpads:
     """
 
     def __init__(self, cfg: Config):
-        b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
-        self.uop = np.zeros(cfg.UOP_BUFF_DEPTH, dtype=np.uint32)
-        self.inp = np.zeros((cfg.INP_BUFF_DEPTH, b, bi), dtype=np.int8)
-        self.wgt = np.zeros((cfg.WGT_BUFF_DEPTH, bo, bi), dtype=np.int8)
-        self.acc = np.zeros((cfg.ACC_BUFF_DEPTH, b, bo), dtype=np.int32)
-        self.out = np.zeros((cfg.OUT_BUFF_DEPTH, b, bo), dtype=np.int8)
+        super().__init__(cfg)
+        b, bo = cfg.BATCH, cfg.BLOCK_OUT
         self.raw = {name: arr.view(np.uint8).reshape(arr.shape[0], -1)
                     for name, arr in self.buffers().items()}
         for raw in self.raw.values():
@@ -296,11 +270,6 @@ class Scratchpads:
         self.flush_loads()
         self.flush_stores()
 
-    def buffers(self) -> dict[str, np.ndarray]:
-        """The five buffers by name."""
-        return {"uop": self.uop, "inp": self.inp, "wgt": self.wgt, "acc": self.acc,
-                "out": self.out}
-
 
 class _CopyRun:
     """Plain LOADs or STOREs retired but not copied yet, copied together
@@ -360,7 +329,8 @@ class _CopyRun:
 
 
 class GoldenModel:
-    """Functional model of one VTA device.
+    """Functional model of one VTA device, fast (the specification: :class:`SpecModel
+    <vta.golden.spec.SpecModel>`).
 
     Parameters
     ----------
@@ -389,11 +359,7 @@ class GoldenModel:
 
     def __init__(self, cfg: Config, memory: np.ndarray | int = 1 << 28):
         self.cfg = cfg
-        if isinstance(memory, (int, np.integer)):
-            memory = np.zeros(int(memory), dtype=np.uint8)
-        if memory.dtype != np.uint8 or memory.ndim != 1 or not memory.flags.c_contiguous:
-            raise TypeError("memory must be a contiguous 1-D uint8 numpy array")
-        self.mem = memory
+        self.mem = device_memory(memory)
         self.sp = Scratchpads(cfg)
         self.counters = Counters()
         self.tokens = dict.fromkeys(QUEUES, 0)
@@ -420,12 +386,12 @@ class GoldenModel:
         #: run and by explain (``mem`` may be given another array between runs)
         self._mem_bytes = memoryview(self.mem)
         self._bytes = {mem_type: memoryview(self.sp.raw[buf].reshape(-1))
-                       for mem_type, (buf, _) in _LOAD_TYPES.items()}
-        for mem_type, (buf, prefix) in _LOAD_TYPES.items():
+                       for mem_type, (buf, _, _) in LOADS.items()}
+        for mem_type, (buf, _, counter) in LOADS.items():
             # ACC_8BIT: one int8 lane per byte, sign-extended into the int32 accumulator
             rows = self.sp.acc2 if mem_type == MemId.ACC_8BIT else self.sp.raw[buf]
-            self._load_targets[mem_type] = (rows, rows.reshape(-1), rows.shape[1],
-                                            f"{prefix}_load_bytes", buf == "acc",
+            self._load_targets[mem_type] = (rows, rows.reshape(-1), rows.shape[1], counter,
+                                            buf == "acc",
                                             self.sp.raw[buf] if buf in ("inp", "wgt")
                                             else None)
         uop_fields = layout("uop", cfg)
@@ -480,7 +446,7 @@ class GoldenModel:
                             continue  # the engine ran all its instructions
                         index, insn, links = heads[e] = head
                         if links.forbidden:
-                            raise _forbidden_flag(engine, index, links.forbidden)
+                            raise forbidden_flag(engine, index, links.forbidden)
                     else:
                         index, insn, links = head
                     pops = links.pops
@@ -488,16 +454,14 @@ class GoldenModel:
                     if pops and not (tokens[pops[0]] and tokens[pops[-1]]):
                         continue  # blocked on an empty queue
                     if deadline is not None and time.monotonic() >= deadline:
-                        raise RunTimeoutError(
-                            f"instruction {index} ({engine}): the run passed its deadline",
-                            module=engine, index=index)
+                        raise timeout(engine, index)
                     opcode = insn[0]
                     effect = execute[opcode](engine, index, insn, deadline)
                     pushes = links.pushes
                     if pushes:  # every queue checked before any is pushed
                         for q, flag in pushes:
                             if tokens[q] >= TOKEN_QUEUE_DEPTH:
-                                raise self._overflow(engine, index, q, flag)
+                                raise token_overflow(engine, index, q, flag)
                         for q, _ in pushes:
                             tokens[q] += 1
                             pushed[q] += 1
@@ -522,16 +486,9 @@ class GoldenModel:
         stuck = {engine: (head[0], next(q for q in head[2].pops if tokens[q] == 0))
                  for engine, head in zip(ENGINES, heads, strict=True) if head is not None}
         if stuck:
-            detail = "; ".join(
-                f"{engine} at instruction {index} waits on {queue} (empty)"
-                for engine, (index, queue) in stuck.items()
-            )
-            raise DeadlockError(f"deadlock: {detail}", stuck=stuck)
+            raise deadlock(stuck)
         if not finished:
-            raise ExecutionError(
-                f"the stream of {insn_count} instructions has no FINISH; the device would "
-                "never report done", module="compute", index=None, field="opcode",
-                code=ErrorCode.NO_FINISH)
+            raise no_finish(insn_count)
         return counters
 
     def fetch(self, insn_addr: int, insn_count: int
@@ -547,14 +504,12 @@ class GoldenModel:
         reaches them (:class:`_Stream`).
         """
         if insn_count < 0:
-            raise ExecutionError(f"insn_count must be >= 0, not {insn_count}",
-                                 module="fetch", field="insn_count")
+            raise bad_insn_count(insn_count)
         end = insn_addr + insn_count * INSN_BYTES
         if insn_addr < 0 or end > self.mem.size:
-            raise ExecutionError(
-                f"fetch: instructions at 0x{insn_addr:x}..0x{end:x} lie outside device memory "
-                f"(0x{self.mem.size:x} bytes)", module="fetch", field="insn_addr")
-        self._bus_check("fetch", None, [(insn_addr, end)], "instructions")
+            raise stream_outside(insn_addr, end, self.mem.size)
+        bus_check(self.bus_error, self.cfg.BUS_BYTES, "fetch", None, [(insn_addr, end)],
+                  "instructions")
         words = self.mem[insn_addr:end].copy().view(_WORD).reshape(insn_count, 2)
         # links code (engine << 4 | flag bits) of each instruction; -1: undefined opcode
         codes = self._decoding.codes[
@@ -562,25 +517,11 @@ class GoldenModel:
         queues: tuple[list[int], ...] = ([], [], [])  # by engine number
         for index, code in enumerate(codes):  # (plain Python: fewer NumPy kernels to warm up)
             if code < 0:
-                raise ExecutionError(
-                    f"instruction {index} (fetch): undefined opcode {int(words[index, 0]) & 0x7}",
-                    module="fetch", index=index, field="opcode")
+                raise undefined_opcode(index, int(words[index, 0]) & 0x7)
             queues[code >> 4].append(index)
         return words, codes, dict(zip(ENGINES, queues, strict=True))
 
-    # -------------------------------------------------------------- tokens
-    @staticmethod
-    def _overflow(engine: str, index: int, queue: str, flag: str) -> ExecutionError:
-        return ExecutionError(
-            f"instruction {index} ({engine}): {flag} overflows token queue {queue} "
-            f"(capacity {TOKEN_QUEUE_DEPTH})", module=engine, index=index, field=flag,
-            code=ErrorCode.TOKEN_OVERFLOW)
-
     # ----------------------------------------------------------- execution
-    def _fault(self, engine: str, index: int, field: str, text: str) -> ExecutionError:
-        return ExecutionError(f"instruction {index} ({engine}): {text}",
-                              module=engine, index=index, field=field)
-
     def _plain_step(self, dram_base: int, y_size: int, x_size: int, x_stride: int,
                     elem_bytes: int, sram_fits: bool) -> int | None:
         """Bytes from one DRAM row of a LOAD/STORE without padding to the next, if the access
@@ -606,14 +547,12 @@ class GoldenModel:
         if not plain:
             end = start + (rows - 1) * step + row_bytes if rows else start
             if end > mem.size:
-                raise self._fault(
-                    engine, index, "dram_base",
-                    f"DRAM access 0x{start:x}..0x{end:x} (dram_base {dram_base}, y_size "
-                    f"{rows}, x_stride {x_stride}) lies outside device memory "
-                    f"(0x{mem.size:x} bytes)")
+                raise dram_outside(engine, index, start, end, dram_base, rows, x_stride,
+                                   mem.size)
         if self.bus_error is not None:
-            self._bus_check(engine, index, [(start + y * step, start + y * step + row_bytes)
-                                            for y in range(rows)], f"dram_base {dram_base}")
+            bus_check(self.bus_error, self.cfg.BUS_BYTES, engine, index,
+                      [(start + y * step, start + y * step + row_bytes) for y in range(rows)],
+                      f"dram_base {dram_base}")
         if plain:
             return mem[start:start + rows * step].reshape(rows, step)[:, :row_bytes]
         if step < row_bytes:
@@ -631,14 +570,10 @@ class GoldenModel:
         and memory (tokens aside).  The host driver uses this to give the RTL's
         fault codes the model's own message.
         """
-        if insn.opcode not in DEFINED_OPCODES:
-            return ExecutionError(f"instruction {index} (fetch): undefined opcode {insn.opcode}",
-                                  module="fetch", index=index, field="opcode")
+        error = static_fault(index, insn)
+        if error is not None:
+            return error
         engine = dispatch_engine(insn)
-        flags = sum(int(getattr(insn, f)) << i for i, f in enumerate(DEP_FLAGS))
-        forbidden = _LINKS[engine][flags].forbidden
-        if forbidden:
-            return _forbidden_flag(engine, index, forbidden)
         self._mem_bytes = memoryview(self.mem)
         try:
             self._execute[insn.opcode](engine, index, list(insn.fields().values()), None)
@@ -649,23 +584,6 @@ class GoldenModel:
             self.sp.flush()
         return None
 
-    def _bus_check(self, engine: str, index: int | None, ranges, what: str) -> None:
-        """BUS_ERROR if a byte range (in access order) reaches the ``bus_error`` window."""
-        if self.bus_error is None:
-            return
-        lo, hi = self.bus_error
-        for start, end in ranges:
-            if start < hi and end > lo:
-                addr = max(start - start % self.cfg.BUS_BYTES, lo)
-                if index is None:  # fetch: the first instruction of the failing burst
-                    index = max(0, addr - start) // INSN_BYTES
-                raise ExecutionError(
-                    f"instruction {index} ({engine}): bus error: the memory answered the DRAM "
-                    f"burst at 0x{addr:x} with an error response ({what}: bytes "
-                    f"0x{start:x}..0x{end:x}; error window 0x{lo:x}..0x{hi:x})",
-                    module=engine, index=index, field="dram_base", code=ErrorCode.BUS_ERROR,
-                    address=addr)
-
     # The executors take a decoded instruction: the list of its field values in the order of
     # its vta.isa class (see _decode_block), unpacked into names first.
 
@@ -675,9 +593,7 @@ class GoldenModel:
          y_pad_0, y_pad_1, x_pad_0, x_pad_1) = insn  # MemInsn
         target = self._load_targets.get(mem_type)
         if target is None:
-            what = "OUT cannot be loaded" if mem_type == MemId.OUT else "undefined"
-            raise self._fault(engine, index, "memory_type",
-                              f"LOAD memory_type {mem_type} ({what})")
+            raise load_memory_type(engine, index, mem_type)
         if x_size == 0:
             return None  # sync no-op: only its flags matter
         sram, flat, elem_bytes, counter, writes_acc, joins = target  # bytes per entry: DRAM
@@ -720,11 +636,9 @@ class GoldenModel:
         x_total = x_pad_0 + x_size + x_pad_1
         y_total = y_pad_0 + y_size + y_pad_1
         if base + x_total * y_total > sram.shape[0]:
-            name = MemId(mem_type).name
-            raise self._fault(
-                engine, index, "sram_base",
-                f"LOAD {name} writes SRAM entries {base}..{base + x_total * y_total - 1}, "
-                f"beyond the {sram.shape[0]}-entry {_LOAD_TYPES[mem_type][0].upper()} buffer")
+            raise load_beyond_sram(engine, index, MemId(mem_type).name, base,
+                                   base + x_total * y_total, sram.shape[0],
+                                   LOADS[mem_type][0].upper())
         rows = self._dram_rows(engine, index, dram_base, y_size, x_size, x_stride, elem_bytes)
         if mem_type == _ACC_8BIT:
             rows = rows.view(np.int8)
@@ -746,13 +660,11 @@ class GoldenModel:
         if x_size == 0:
             return None  # sync no-op; memory_type is not checked (the runtime uses 0)
         if mem_type != _OUT:
-            raise self._fault("store", index, "memory_type",
-                              f"STORE memory_type must be OUT (4), not {mem_type}")
+            raise store_memory_type(index, mem_type)
         if y_pad_0 or y_pad_1 or x_pad_0 or x_pad_1:
-            pad, value = next((p, v) for p, v in (("y_pad_0", y_pad_0), ("y_pad_1", y_pad_1),
-                                                  ("x_pad_0", x_pad_0), ("x_pad_1", x_pad_1))
-                              if v)
-            raise self._fault("store", index, pad, f"STORE {pad} must be 0, not {value}")
+            raise store_pad(index, *next((p, v) for p, v in (
+                ("y_pad_0", y_pad_0), ("y_pad_1", y_pad_1), ("x_pad_0", x_pad_0),
+                ("x_pad_1", x_pad_1)) if v))
         out = self._out_rows
         count = x_size * y_size
         elem_bytes = out.shape[1]
@@ -767,10 +679,7 @@ class GoldenModel:
             return "out_store_bytes", count * elem_bytes
         self.sp.flush()  # the LOADs before it read first, the STOREs write first
         if base + count > len(out):
-            raise self._fault(
-                "store", index, "sram_base",
-                f"STORE reads SRAM entries {base}..{base + count - 1}, "
-                f"beyond the {len(out)}-entry OUT buffer")
+            raise store_beyond_sram(index, base, base + count, len(out))
         src = out[base:base + count]
         dram = self._dram_rows("store", index, dram_base, y_size, x_size, x_stride, elem_bytes)
         if y_size > 1 and x_stride < x_size:
@@ -807,10 +716,9 @@ class GoldenModel:
 
     def _alu(self, engine: str, index: int, insn: list[int],
              deadline: float | None) -> tuple[str, int]:
-        alu_opcode, use_imm = insn[14], insn[15]  # AluInsn
-        if alu_opcode not in _ALU_FUNCS:
-            raise self._fault("compute", index, "alu_opcode",
-                              f"undefined ALU opcode {alu_opcode}")
+        opcode, use_imm = insn[14], insn[15]  # AluInsn
+        if opcode not in ALU_FUNCTIONS:
+            raise alu_opcode(index, opcode)
         count = self._run_nest(index, insn, "ALU" if use_imm else "ALU_SRC", deadline)
         return "alu_uops", count
 
@@ -821,9 +729,7 @@ class GoldenModel:
         (bgn, end, iter_out, iter_in, dst_factor_out, dst_factor_in, src_factor_out,
          src_factor_in) = insn[6:14]
         if end > len(self.sp.uop):
-            raise self._fault("compute", index, "uop_end",
-                              f"{_KIND_NAME[kind]} uop_end {end} is beyond the "
-                              f"{len(self.sp.uop)}-entry micro-op buffer")
+            raise uop_end_beyond(index, _KIND_NAME[kind], end, len(self.sp.uop))
         n_uops = end - bgn
         if n_uops <= 0 or iter_out == 0 or iter_in == 0:
             return 0  # an empty nest does nothing
@@ -874,10 +780,8 @@ class GoldenModel:
             # factors are unsigned, so the largest index is at the last iteration
             top = high[k] + (iter_out - 1) * f_out[k] + (iter_in - 1) * f_in[k]
             if top >= depths[k]:
-                name, buf = _FIELD_NAMES[f], _FIELD_BUFFER[kind][k]
-                raise self._fault("compute", index, name,
-                                  f"{_KIND_NAME[kind]} {name} reaches {top} (micro-op field "
-                                  f"plus loop offsets), beyond the {depths[k]}-entry {buf} buffer")
+                raise index_beyond(index, _KIND_NAME[kind], _FIELD_NAMES[f], top, depths[k],
+                                   _FIELD_BUFFER[kind][k])
         if iter_out * iter_in * raw.size <= CHUNK_UOPS:
             return [self._piece(kind, rel, shape, low, f_out, f_in, 0, iter_out, 0, iter_in)]
         return (self._piece(kind, rel, shape, low, f_out, f_in, *piece)
@@ -1088,13 +992,6 @@ _LINKS = {engine: [_links(engine, flags) for flags in range(16)] for engine in E
 _LINKS_BY_CODE = [links for engine in ENGINES for links in _LINKS[engine]]
 
 
-def _forbidden_flag(engine: str, index: int, flag: str) -> ExecutionError:
-    return ExecutionError(
-        f"instruction {index} ({engine}): {flag} is set, but the {engine} engine has no "
-        f"{'previous' if 'prev' in flag else 'next'} stage", module=engine, index=index,
-        field=flag)
-
-
 def _field_shift(raw: np.ndarray, ref: np.ndarray, lo_mask, ref_high: list[int]
                  ) -> list[int] | None:
     """How much each micro-op field of ``raw`` exceeds the same field of ``ref``, if ``raw``
@@ -1125,8 +1022,7 @@ def _until(deadline: float, index: int, pieces: Iterable) -> Iterator:
     ``deadline``."""
     for piece in pieces:
         if time.monotonic() >= deadline:
-            raise RunTimeoutError(f"instruction {index} (compute): the run passed its deadline "
-                                  "inside its loop nest", module="compute", index=index)
+            raise timeout("compute", index, in_nest=True)
         yield piece
 
 
@@ -1272,7 +1168,7 @@ class _AluPlan:
         if op == _SHR and use_imm and 0 <= imm <= 31:
             func = np.right_shift  # the common case, without SHR's general selects
         else:
-            func = _ALU_FUNCS[op]
+            func = ALU_FUNCTIONS[op]
         if self.deferrable and isinstance(func, np.ufunc):
             sp.defer(_shifted(self.segments[0][0], bases[0]), func, imm)  # imm: int32 arithmetic
             return
@@ -1287,23 +1183,6 @@ class _AluPlan:
             else:
                 acc[d] = func(acc[d], y)
             sp.write_out(d, acc[d])
-
-
-def _shr(x: np.ndarray, y) -> np.ndarray:
-    """SHR as decided (decision 3): a total function of the signed shift amount."""
-    y = np.asarray(y, dtype=np.int32)
-    right = x >> np.clip(y, 0, 31)
-    left = (x.view(np.uint32) << np.clip(-y, 0, 31).astype(np.uint32)).view(np.int32)
-    return np.where(y >= 0, right, np.where(y <= -32, np.int32(0), left))
-
-
-_ALU_FUNCS: dict[int, Callable] = {
-    AluOp.MIN: np.minimum,
-    AluOp.MAX: np.maximum,
-    AluOp.ADD: np.add,
-    AluOp.SHR: _shr,
-    AluOp.MUL: np.multiply,
-}
 
 
 def _hazard_free_prefix(dst: np.ndarray, src: np.ndarray | None, depth: int) -> int:
