@@ -523,6 +523,38 @@ def test_dram_outside_device_memory():
     assert info.value.code == ErrorCode.DRAM_RANGE
 
 
+def test_bus_error_window_names_the_failing_burst():
+    """Memory answering with an error response (``bus_error``, whole pages): a row that
+    starts inside the window fails at its first bus word, one entering it from below at the
+    window's first byte; a STORE meeting it writes none of its rows; the fetch names the
+    first instruction of the failing burst."""
+    window = (0x8000, 0x9000)
+    rig = Rig(TINY, 1 << 16)  # 8-byte bus words
+    rig.model.bus_error = window
+    rig.model.sp.out[:4] = 5
+    e = TINY.INP_ELEM_BYTES
+    for insn, module, addr, what in [
+        (load(MemId.INP, 0, 0x800C // e, 1, 2, 2), "load", 0x8008, "bytes 0x800c..0x8014"),
+        (load(MemId.INP, 0, 0x7FFC // e, 1, 2, 2), "load", 0x8000, "bytes 0x7ffc..0x8004"),
+        (load(MemId.INP, 0, 0x7FF0 // e, 2, 2, 6), "load", 0x8008, "bytes 0x8008..0x8010"),
+        (store(0, 0x7FE0 // e, 2, 2, 8), "store", 0x8000, "bytes 0x8000..0x8008")]:
+        with pytest.raises(vta.ExecutionError) as info:
+            rig.run([insn, FINISH])
+        err = info.value
+        assert str(err) == (f"instruction 0 ({module}): bus error: the memory answered the DRAM "
+                            f"burst at 0x{addr:x} with an error response (dram_base "
+                            f"{insn.dram_base}: {what}; error window 0x8000..0x9000)")
+        assert (err.module, err.index, err.field, err.code, err.address) == (
+            module, 0, "dram_base", ErrorCode.BUS_ERROR, addr)
+    assert not rig.model.mem[0x7FE0:0x8000].any()  # the STORE's first row is not written
+    rig.model.mem[0x7FE0:0x8020] = np.frombuffer(encode_stream([FINISH] * 4, TINY), np.uint8)
+    with pytest.raises(vta.ExecutionError, match=r"^instruction 2 \(fetch\): bus error: the "
+                       r"memory answered the DRAM burst at 0x8000 .*\(instructions: bytes "
+                       r"0x7fe0..0x8020;") as info:
+        rig.model.run(0x7FE0, 4)
+    assert (info.value.module, info.value.index, info.value.address) == ("fetch", 2, 0x8000)
+
+
 def test_token_overflow():
     insns = [load(MemId.INP, 0, 0, 0, 0, 0, push_next_dep=1)] * (TOKEN_QUEUE_DEPTH + 1)
     expect_fault(insns + [FINISH],

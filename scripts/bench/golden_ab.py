@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A/B of the golden model: another revision's ``vta/golden.py`` against this tree's, cold.
+"""A/B of the golden model: another revision's fast golden model against this tree's, cold.
 
 Captures the runs of ``vta.ops.conv2d`` on the given ResNet-18 layers (as
 ``golden_fsim.py`` does), then, for every round, runs each capture on a fresh
@@ -37,15 +37,28 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def load_base(rev: str):
-    """``vta/golden.py`` at git revision ``rev``, imported as ``vta._golden_base``."""
+    """The golden model at git revision ``rev``, imported as ``vta._golden_base``: the module
+    ``vta/golden.py`` of revisions before the split, the package ``vta/golden/`` after."""
     try:
-        source = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:vta/golden.py"],
-                                check=True, capture_output=True, text=True).stdout
+        names = subprocess.run(["git", "-C", str(REPO), "ls-tree", "-r", "--name-only", rev,
+                                "vta/golden.py", "vta/golden/"], check=True,
+                               capture_output=True, text=True).stdout.split()
+        sources = {name: subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{name}"],
+                                        check=True, capture_output=True, text=True).stdout
+                   for name in names if name.endswith(".py")}
     except subprocess.CalledProcessError as exc:
         raise SystemExit(f"--base {rev}: {exc.stderr.strip()}") from None
-    path = Path(tempfile.mkdtemp()) / "golden_base.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("vta._golden_base", path)
+    folder = Path(tempfile.mkdtemp()) / "golden_base"
+    folder.mkdir()
+    for name, source in sources.items():
+        (folder / Path(name).name).write_text(source)
+    if "vta/golden.py" in sources:
+        spec = importlib.util.spec_from_file_location("vta._golden_base", folder / "golden.py")
+    elif sources:
+        spec = importlib.util.spec_from_file_location(
+            "vta._golden_base", folder / "__init__.py", submodule_search_locations=[str(folder)])
+    else:
+        raise SystemExit(f"--base {rev}: no vta/golden.py or vta/golden/ there")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # (dataclasses look their module up)
     spec.loader.exec_module(module)
@@ -54,7 +67,7 @@ def load_base(rev: str):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", required=True, help="git revision of the old vta/golden.py")
+    parser.add_argument("--base", required=True, help="git revision of the old golden model")
     parser.add_argument("--layers", default="C4,C7,C10", help="comma-separated ResNet-18 layers")
     parser.add_argument("--rounds", type=int, default=60, help="rounds (default 60)")
     parser.add_argument("--evict-mib", type=int, default=64,
@@ -87,7 +100,7 @@ def main() -> None:
         model.run(cap.insn_addr, cap.insn_count, deadline=time.monotonic() + 60)
         return time.perf_counter() - start, model.mem
 
-    print(f"old: vta/golden.py at {args.base}; new: this tree; {args.rounds} rounds, "
+    print(f"old: the golden model at {args.base}; new: this tree; {args.rounds} rounds, "
           f"{args.evict_mib} MiB evicted before each run, BLAS threads {args.blas_threads}")
     print()
     print("| layer | new / old (median of rounds) | old best ms | new best ms "
