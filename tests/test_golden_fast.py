@@ -739,10 +739,10 @@ def test_nests_run_in_pieces(monkeypatch, kind, chunk):
     """A nest larger than CHUNK_UOPS runs in pieces (whole outer, or inner, iterations),
     including ALU read-after-write chains that cross piece boundaries and GEMM reductions
     split across pieces."""
-    monkeypatch.setattr(golden.fast, "CHUNK_UOPS", chunk)
+    monkeypatch.setattr(golden.fast.model, "CHUNK_UOPS", chunk)
     pieces = []
-    split = golden.fast._split
-    monkeypatch.setattr(golden.fast, "_split", lambda *a: (pieces.append(p) or p
+    split = golden.fast.model._split
+    monkeypatch.setattr(golden.fast.model, "_split", lambda *a: (pieces.append(p) or p
                                                            for p in split(*a)))
     if kind == "gemm":  # dst factor 0 on the inner loop: a reduction cut by the pieces
         uops = [Uop(0, 0, 0), Uop(1, 3, 2), Uop(4, 1, 5)]
@@ -759,12 +759,13 @@ def test_nests_run_in_pieces(monkeypatch, kind, chunk):
     assert len(pieces) >= 2
 
 
-def gemm_nest_plan(cfg: Config, uops: list[Uop], loops: dict, seed: int) -> golden.fast._GemmPlan:
+def gemm_nest_plan(cfg: Config, uops: list[Uop], loops: dict,
+                   seed: int) -> golden.fast.plans.GemmPlan:
     """Run one GEMM nest on random scratchpads on both models, require the same outcome, and
     return the fast model's plan of it."""
     model = run_nests(cfg, uops, [GemmInsn(opcode=Opcode.GEMM, uop_end=len(uops), **loops)],
                       seed, f"GEMM {uops} {loops}")
-    [plan] = [p for p in model._plans.values() if isinstance(p, golden.fast._GemmPlan)]
+    [plan] = [p for p in model._plans.values() if isinstance(p, golden.fast.plans.GemmPlan)]
     return plan
 
 
@@ -862,10 +863,10 @@ def test_gemm_grid_tables(monkeypatch, grid, uops, loops, cfg):
         found.append(real(rel, par))
         return found[-1]
 
-    real = golden.fast._grid_table
+    real = golden.fast.plans._grid_table
     plans = []
     for table in (spy, lambda rel, par: None):  # then every plan from its pairs
-        monkeypatch.setattr(golden.fast, "_grid_table", table)
+        monkeypatch.setattr(golden.fast.plans, "_grid_table", table)
         plans.append(gemm_nest_plan(cfg, uops, loops, seed=5))
     assert [f is not None for f in found] == [grid]
     fast, general = plans
@@ -955,10 +956,10 @@ def test_random_nests(monkeypatch, cfg):
     on), shifted copies of a kernel (``_field_shift``), grid tables, hazard-free ALU segments,
     float weights kept per plan and WGT base (and dropped by a LOAD of WGT), nests in pieces,
     and a plan cache small enough to be emptied many times."""
-    monkeypatch.setattr(golden.fast, "PLAN_CACHE_UOPS", 300)
-    monkeypatch.setattr(golden.fast, "CHUNK_UOPS", 24)
+    monkeypatch.setattr(golden.fast.model, "PLAN_CACHE_UOPS", 300)
+    monkeypatch.setattr(golden.fast.model, "CHUNK_UOPS", 24)
     taken = {"shifted": 0, "grid": 0, "emptied": 0, "nest reused": 0, "weights kept": 0}
-    field_shift, grid_table = golden.fast._field_shift, golden.fast._grid_table
+    field_shift, grid_table = golden.fast.model._field_shift, golden.fast.plans._grid_table
 
     def spy(name, real):
         def counting(*args):
@@ -983,8 +984,8 @@ def test_random_nests(monkeypatch, cfg):
             taken["emptied"] += self.hits == "nest reused" and len(self) > 0
             super().clear()
 
-    monkeypatch.setattr(golden.fast, "_field_shift", spy("shifted", field_shift))
-    monkeypatch.setattr(golden.fast, "_grid_table", spy("grid", grid_table))
+    monkeypatch.setattr(golden.fast.model, "_field_shift", spy("shifted", field_shift))
+    monkeypatch.setattr(golden.fast.plans, "_grid_table", spy("grid", grid_table))
     rng = np.random.default_rng(40)
     data = rng.integers(0, 256, 1 << 15, dtype=np.uint8)
     for trial in range(25):
@@ -1017,7 +1018,7 @@ def test_block_decoding_equals_decode_word(cfg):
     model = GoldenModel(cfg, 1 << 16)
     model.mem[:words.size * 8] = words.astype("<u8").view(np.uint8).reshape(-1)
     fetched, codes, queues = model.fetch(0, len(words))
-    block = golden.fast._decode_block(fetched, codes, model._decoding)
+    block = golden.fast.decode.decode_block(fetched, codes, model._decoding)
     engines = []
     for (low, high), fields, links in zip(words.tolist(), *block, strict=True):
         expected = decode_word(low | high << 64, cfg)

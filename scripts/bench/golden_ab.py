@@ -50,8 +50,11 @@ def load_base(rev: str):
         raise SystemExit(f"--base {rev}: {exc.stderr.strip()}") from None
     folder = Path(tempfile.mkdtemp()) / "golden_base"
     folder.mkdir()
-    for name, source in sources.items():
-        (folder / Path(name).name).write_text(source)
+    for name, source in sources.items():  # vta/golden.py, or the files below vta/golden/
+        path = folder / (Path(name).name if name == "vta/golden.py" else
+                         Path(name).relative_to("vta/golden"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
     if "vta/golden.py" in sources:
         spec = importlib.util.spec_from_file_location("vta._golden_base", folder / "golden.py")
     elif sources:
