@@ -211,15 +211,19 @@ def test_gemm_accumulation_wraps_at_32_bits():
 
 
 def test_reduction_beyond_float32_exactness_is_still_exact():
-    """K = 80 reduction steps x 16 lanes with extreme values: exercised in float64."""
+    """K = 80 reduction steps x 16 lanes of large products of one sign: sums beyond 2**24,
+    odd on the way, which float32 cannot hold (the fast model must sum in float64)."""
+    rng = np.random.default_rng(2)
     rig = Rig()
     sp = rig.model.sp
-    sp.inp[:80] = -128
-    sp.wgt[:80] = -128
+    sp.inp[:80] = rng.choice([127, 125, 123], sp.inp[:80].shape)
+    sp.wgt[:80] = rng.choice([127, 126, 121], sp.wgt[:80].shape)
     sp.uop[0] = 0
     rig.run([GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=80, iter_in=1,
                       src_factor_out=1, wgt_factor_out=1), FINISH])
-    assert (sp.acc[0] == 80 * 16 * 128 * 128).all()
+    want = np.einsum("kbi,koi->bo", sp.inp[:80].astype(np.int64), sp.wgt[:80].astype(np.int64))
+    assert want.min() > 2**24 and (want % 2).any()
+    np.testing.assert_array_equal(sp.acc[0], want)
 
 
 def test_store_reads_out_not_acc():
