@@ -26,8 +26,8 @@ from typing import Any
 from ..config import Config
 from ..errors import DeviceError
 from ..golden import GoldenModel
+from ..hdltools.build import SimulatorError
 from ..isa import dispatch_engine
-from ..sim.build import SimulatorError
 from . import shrink as shrinker
 from .check import Session
 from .coverage import collect
