@@ -18,7 +18,7 @@ disagrees) and docs/design.md, "Golden model":
   decision 7 is raised before the instruction changes anything.
 
 Instructions are the dataclasses of :mod:`vta.isa`, decoded with its field
-tables; nothing is planned, cached or deferred, so this model is slow (a few
+tables; nothing is planned, cached or deferred, so this model is slow (tens of
 microseconds per micro-op) and only as fast as a reader needs.  How a run is
 reported (counters, trace events, the faults' messages) is shared with the fast
 model: :mod:`vta.golden.common`.
@@ -112,6 +112,20 @@ ALU_FUNCTIONS: dict[int, Callable] = {
 }
 
 
+def stream_end(model, insn_addr: int, insn_count: int) -> int:
+    """Where the stream of ``insn_count`` instructions from byte ``insn_addr`` ends, once it
+    is known to lie in ``model``'s device memory and outside its ``bus_error`` window (the
+    fetch's checks, before it reads anything)."""
+    if insn_count < 0:
+        raise bad_insn_count(insn_count)
+    end = insn_addr + insn_count * INSN_BYTES
+    if insn_addr < 0 or end > model.mem.size:
+        raise stream_outside(insn_addr, end, model.mem.size)
+    bus_check(model.bus_error, model.cfg.BUS_BYTES, "fetch", None, [(insn_addr, end)],
+              "instructions")
+    return end
+
+
 class Scratchpads:
     """The on-chip buffers, zero when a device is made and kept across runs.
 
@@ -202,14 +216,7 @@ class SpecModel:
         """The fetch engine: the stream's bytes (a copy: a run that stores over its own
         stream executes what was fetched) and, per engine, the indices of its instructions
         in stream order.  An undefined opcode anywhere faults here, before anything runs."""
-        if insn_count < 0:
-            raise bad_insn_count(insn_count)
-        end = insn_addr + insn_count * INSN_BYTES
-        if insn_addr < 0 or end > self.mem.size:
-            raise stream_outside(insn_addr, end, self.mem.size)
-        bus_check(self.bus_error, self.cfg.BUS_BYTES, "fetch", None, [(insn_addr, end)],
-                  "instructions")
-        stream = self.mem[insn_addr:end].tobytes()
+        stream = self.mem[insn_addr:stream_end(self, insn_addr, insn_count)].tobytes()
         queues: dict[str, deque[int]] = {engine: deque() for engine in ENGINES}
         for index in range(insn_count):
             insn = decode(stream[index * INSN_BYTES:(index + 1) * INSN_BYTES], self.cfg)

@@ -14,7 +14,6 @@ from ...config import TOKEN_QUEUE_DEPTH, Config
 from ...errors import ExecutionError
 from ...isa import (
     ENGINES,
-    INSN_BYTES,
     QUEUES,
     Insn,
     MemId,
@@ -27,7 +26,6 @@ from ..common import (
     Counters,
     TraceEvent,
     alu_opcode,
-    bad_insn_count,
     bus_check,
     deadlock,
     device_memory,
@@ -41,13 +39,12 @@ from ..common import (
     store_beyond_sram,
     store_memory_type,
     store_pad,
-    stream_outside,
     timeout,
     token_overflow,
     undefined_opcode,
     uop_end_beyond,
 )
-from ..spec import ALU_FUNCTIONS, LOADS
+from ..spec import ALU_FUNCTIONS, LOADS, stream_end
 from .decode import Links, Stream, decoding_tables
 from .pending import Scratchpads
 from .plans import PLAN_CLASSES
@@ -239,13 +236,7 @@ class GoldenModel:
         before anything executes; instructions are decoded when their engine
         reaches them (:class:`Stream`).
         """
-        if insn_count < 0:
-            raise bad_insn_count(insn_count)
-        end = insn_addr + insn_count * INSN_BYTES
-        if insn_addr < 0 or end > self.mem.size:
-            raise stream_outside(insn_addr, end, self.mem.size)
-        bus_check(self.bus_error, self.cfg.BUS_BYTES, "fetch", None, [(insn_addr, end)],
-                  "instructions")
+        end = stream_end(self, insn_addr, insn_count)
         words = self.mem[insn_addr:end].copy().view(_WORD).reshape(insn_count, 2)
         # links code (engine << 4 | flag bits) of each instruction; -1: undefined opcode
         codes = self._decoding.codes[
