@@ -2,7 +2,8 @@
 
 Expectations are NumPy formulas written here, independent of the model.  Every test runs on
 both models, the specification (``SpecModel``, the ``spec`` parameter) and the fast model
-(``GoldenModel``, ``fast``); tests/test_golden_fast.py compares the two on whole programs.
+(``GoldenModel``, ``fast``); tests/unit/test_golden_fast.py compares the two on whole
+programs.
 """
 
 from __future__ import annotations

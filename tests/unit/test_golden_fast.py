@@ -1,6 +1,6 @@
 """The fast golden model gives exactly what the specification model gives.
 
-``GoldenModel`` (vta/golden/fast.py) is built for speed: loop nests run through cached
+``GoldenModel`` (vta/golden/fast/) is built for speed: loop nests run through cached
 plans (GEMM plans with product tables, read from the micro-ops' grid when they form one;
 ALU plans split into hazard-free segments), nests of more than ``CHUNK_UOPS`` micro-ops run
 in pieces, a nest whose micro-ops are an earlier nest's shifted by a constant reuses its
@@ -16,9 +16,8 @@ tokens, trace and fault (type, message, module, index, field, code, address): ev
 of the regression generator (more seeds under ``-m slow``; ``vta regress --against spec``
 at scale), the program suite (tests/hand_programs.py, tests/sim/rtl/rtl_programs.py, the
 hand-built matmuls of vta.progfile.handbuilt, vta.ops convolutions) and streams aimed at one
-fast path each,
-instrumented to show that the path was taken.  The specification itself is checked
-against NumPy formulas in tests/test_golden.py.
+fast path each, instrumented to show that the path was taken.  The specification itself is
+checked against NumPy formulas in tests/unit/test_golden.py.
 """
 
 from __future__ import annotations

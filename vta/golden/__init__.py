@@ -11,8 +11,8 @@ Two models with one behaviour, like Sail beside Spike:
   checks): whole loop nests as vectorised plans, copies and ALU epilogues
   gathered, instructions decoded in blocks.  It must give exactly what the
   specification gives -- memory, scratchpads, counters, tokens, traces and
-  faults -- and ``tests/test_golden_fast.py`` and ``vta regress --against spec``
-  check that it does.
+  faults -- and ``tests/unit/test_golden_fast.py`` and ``vta regress --against
+  spec`` check that it does.
 
 Both own a byte-addressed device memory and the five scratchpads, run the load,
 compute and store engines as in-order machines that meet only through the four

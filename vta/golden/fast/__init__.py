@@ -15,7 +15,7 @@ gathers the ALU operations of an epilogue and runs of plain LOADs and STOREs int
 one pass each (:mod:`.pending`), and decodes instructions in blocks
 (:mod:`.decode`); :mod:`.model` is the model itself.  Every such fast path is
 taken only where nothing could tell the difference, and
-``tests/test_golden_fast.py`` checks each one against the specification
+``tests/unit/test_golden_fast.py`` checks each one against the specification
 (docs/design.md, "Golden model").
 
 No simulator or device import happens here: the model depends on NumPy and the
