@@ -78,6 +78,7 @@ OUTPUTS = [
     (["demo", "-b", "golden", "-c", "tiny"], "--capture", "'--capture'", "runs"),
     (["graph", "run", "{model}", "--input", "{x}"], "-o", "'--output' / '-o'", "y.npz"),
     (["graph", "run", "{model}", "--input", "{x}"], "--trace", "'--trace'", "x.trace"),
+    (["graph", "quantize", "{model}", "--calib", "{x}"], "-o", "'--output' / '-o'", "q.onnx"),
     (["asm", "{src}"], "-o", "'--output' / '-o'", "x.vtaprog"),
     (["regress", "-b", "golden", "-n", "1"], "--out", "'--out' / '-o'", "results"),
 ]
@@ -116,14 +117,20 @@ def _output_params(command: click.Command, path=()):
         yield path, param
 
 
+#: Inputs the command itself checks when it reads them (one line naming the option).
+READ_LATER = {(("graph", "quantize"), "--calib"), (("graph", "quantize"), "--eval"),
+              (("graph", "quantize"), "--labels")}
+
+
 def test_the_table_covers_every_output_option_of_every_command():
     """A new output option cannot slip past the rule: every path parameter of every command
-    is an input that must exist, or an OutputPath, and every OutputPath is in OUTPUTS."""
+    is an input (that must exist, or that the command reads and checks itself), or an
+    OutputPath, and every OutputPath is in OUTPUTS."""
     outputs = set()
     for path, param in _output_params(main):
         if isinstance(param.type, OutputPath):
             outputs.add((path, param.opts[0]))
-        elif isinstance(param.type, click.Path):
+        elif isinstance(param.type, click.Path) and (path, param.opts[0]) not in READ_LATER:
             assert param.type.exists, f"vta {' '.join(path)} {param.opts[0]} writes?"
     table = set()
     for before, option, _, _ in OUTPUTS:
@@ -389,7 +396,7 @@ def test_diff_names_the_writer_the_store_read(tmp_path, monkeypatch):
         return outcome
 
     monkeypatch.setattr(diverge, "observe", watched)
-    real = golden._ALU_FUNCS[AluOp.ADD]
+    real = golden.spec.ALU_FUNCTIONS[AluOp.ADD]
 
     def flipped(x, y):
         out = np.array(real(x, y), dtype=np.int32)
@@ -401,7 +408,7 @@ def test_diff_names_the_writer_the_store_read(tmp_path, monkeypatch):
 
         def wrong_run(*args, **kwargs):
             with monkeypatch.context() as m:
-                m.setitem(golden._ALU_FUNCS, AluOp.ADD, flipped)
+                m.setitem(golden.spec.ALU_FUNCTIONS, AluOp.ADD, flipped)
                 return run(*args, **kwargs)
 
         dut.run = wrong_run
