@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .common import EXIT_DIFFER
+from .common import EXIT_DIFFER, output_option
 
 EXAMPLES = """
 \b
@@ -47,9 +47,8 @@ Examples:
               "tcp://host:8786) instead of a local one")
 @click.option("--ship/--no-ship", default=True, show_default=True,
               help="with --cluster: upload this vta package to the workers")
-@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("vta-regress"), show_default=True,
-              help="output folder: results.jsonl, summary.json, failing programs")
+@output_option("--out", "-o", folder=True, default=Path("vta-regress"), show_default=True,
+               help="output folder (created): results.jsonl, summary.json, failing programs")
 @click.option("--resume", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               default=None, metavar="FILE", help="resume the run of this results.jsonl "
               "(its plan is taken from the file)")
@@ -96,7 +95,7 @@ def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: 
             configs = parse_configs(configs_spec, seed)
             plan = Plan.of(backend, configs, programs, seed=seed, kind=kind, options=options,
                            reference=against)
-            out.mkdir(parents=True, exist_ok=True)
+            out.mkdir(exist_ok=True)
             for cfg in configs:
                 if cfg.name.startswith("rand"):
                     (out / f"{cfg.name}.json").write_text(json.dumps(cfg.to_dict(), indent=1))
