@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .isa import check_layouts
 
 #: Keys every configuration must give, in upstream's order.
 REQUIRED_KEYS = (
@@ -97,12 +98,15 @@ class Config:
             name = text
         else:
             path = Path(text)
-            if not path.is_file():
+            try:
+                raw = path.read_text() if path.is_file() else None
+            except (OSError, UnicodeDecodeError):  # a name too long, unreadable, binary
+                raw = None
+            if raw is None:
                 raise ConfigError(
                     f"configuration must be a preset name ({', '.join(PRESETS)}) or the path "
                     f"of a vta_config.json file, not {text!r}"
                 )
-            raw = path.read_text()
             source = str(path)
             name = path.stem
         try:
@@ -187,9 +191,7 @@ class Config:
         if self.LOG_OUT_BUFF_DEPTH > SRAM_ADDR_BITS:
             raise ConfigError("the OUT buffer depth exceeds the 16-bit sram_base field")
         # Instruction and micro-op layouts must fit; isa computes and checks them.
-        from . import isa
-
-        isa.check_layouts(self)
+        check_layouts(self)
 
     # ---------------------------------------------------------------- widths
     @property

@@ -34,8 +34,8 @@ import _blas  # noqa: F401  (first: pins BLAS threads before NumPy loads)
 from rtl_sim import design_from, matmul_run  # same folder
 
 import vta
-from vta.driver import rtl
-from vta.sim import build as simbuild
+from vta.backends import rtl
+from vta.hdltools import build as simbuild
 
 
 def control(*args: str) -> str:
