@@ -11,13 +11,16 @@
  * back, and pushes an s2g token when push_prev_dep is set.
  *
  * Faults, checked before any token is taken (flags) or any byte is written
- * (the rest; two cycles, the range checks registered), in the golden model's order: *_next flags -> BAD_DEP_FLAG;
- * x_size == 0 is a no-op; memory_type != OUT -> BAD_MEMORY_TYPE; a non-zero
- * pad -> STORE_PAD; OUT range -> SRAM_RANGE; DRAM range -> DRAM_RANGE.
+ * (the rest; two cycles, the range checks registered), in the golden model's
+ * order: *_next flags -> BAD_DEP_FLAG; x_size == 0 is a no-op; memory_type !=
+ * OUT -> BAD_MEMORY_TYPE; a non-zero pad -> STORE_PAD; OUT range ->
+ * SRAM_RANGE; DRAM range -> DRAM_RANGE.
  *
- * OUT elements narrower than the bus are packed into beats with byte strobes
- * (a row may start and end in the middle of a beat); wider ones are split
- * into several full beats.
+ * The range checks and the row requests are vta_row_walk's (shared with
+ * vta_loader); this module adds the OUT reads and the beats: OUT elements
+ * narrower than the bus are packed into beats with byte strobes (a row may
+ * start and end in the middle of a beat); wider ones are split into several
+ * full beats.
  */
 `include "vta_isa.vh"
 

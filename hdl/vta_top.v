@@ -447,7 +447,8 @@ vta_compute #(
     .wgt_re(wgt_re), .wgt_raddr(wgt_raddr), .wgt_rdata(wgt_rdata),
     .out_we(out_we), .out_waddr(out_waddr), .out_wdata(out_wdata),
     .err(compute_err), .err_code(compute_err_code), .index(evt_compute_index),
-    .evt_start(evt_compute_start), .evt_retire(evt_compute_retire), .evt_uop(evt_compute_uop), .finish(compute_finish),
+    .evt_start(evt_compute_start), .evt_retire(evt_compute_retire), .evt_uop(evt_compute_uop),
+    .finish(compute_finish),
     .idle(compute_idle), .stall(compute_stall), .busy(compute_busy),
     .uop_bytes(compute_uop_bytes), .acc_bytes(compute_acc_bytes), .acc8_bytes(compute_acc8_bytes),
     .gemm_uops(compute_gemm_uops), .alu_uops(compute_alu_uops)
@@ -477,7 +478,7 @@ vta_store #(
     .out_bytes(store_out_bytes)
 );
 
-// ---------------------------------------------------------------- run end, faults, deadlock, counters
+// ---------------------------------------------------------------- run end, faults, counters
 vta_status #(
     .ADDR_WIDTH(ADDR_WIDTH), .ID_WIDTH(ID_WIDTH), .LOG_QUEUE_DEPTH(LOG_QUEUE_DEPTH)
 ) status (
