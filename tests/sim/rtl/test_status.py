@@ -28,8 +28,8 @@ import pytest
 from cocotb.triggers import FallingEdge, RisingEdge
 from rtl_common import build_and_run, start_clock_reset
 
-from vta.config import TOKEN_QUEUE_DEPTH
 from vta import regs
+from vta.config import TOKEN_QUEUE_DEPTH
 from vta.errors import ErrorCode
 
 MOD = {name: i for i, name in enumerate(regs.MODULES)}
