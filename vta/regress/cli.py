@@ -55,12 +55,24 @@ Examples:
 @click.option("--stall", type=click.FloatRange(0, 1), default=None,
               help="RTL: DRAM random stall probability per channel and cycle")
 @click.option("--latency", type=click.IntRange(min=0), default=None,
-              help="RTL: DRAM latency in cycles")
+              help="RTL: DRAM latency in cycles (fixed timing)")
+@click.option("--timing", type=click.Choice(["random", "fixed"]), default=None,
+              help="RTL: DRAM latency, stalls, response order and outstanding requests "
+              "drawn from each program's seed (random, the default), or the same for every "
+              "program (fixed: --latency, --stall or their defaults 2 and 0)")
+@click.option("--rtl-coverage", is_flag=True,
+              help="Verilator: measure line and toggle coverage of hdl/ (a separate build), "
+              "merged across workers into OUT/rtl-coverage.json and reported per module")
+@click.option("--max-time", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="stop submitting programs after this long (the rest: --resume)")
+@click.option("--max-failures", type=click.IntRange(min=1), default=None, metavar="N",
+              help="stop after N programs did not pass (the rest: --resume)")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind: str | None,
                 workers: int | None, cluster: str | None, ship: bool, out: Path,
                 resume: Path | None, shrink: int, shrink_budget: float, stall: float | None,
-                latency: int | None, as_json: bool) -> None:
+                latency: int | None, timing: str | None, rtl_coverage: bool,
+                max_time: float | None, max_failures: int | None, as_json: bool) -> None:
     """Run random programs on a device and on the golden model, and compare.
 
     Every program is checked byte for byte (device memory), counter for
@@ -83,14 +95,28 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
             if options and backend == "golden":
                 raise click.BadParameter("--stall and --latency apply to the RTL backends, "
                                          "not golden", param_hint="--stall/--latency")
+            if backend == "golden" and timing == "random":
+                raise click.BadParameter("random DRAM timing applies to the RTL backends, not "
+                                         "golden", param_hint="--timing")
+            if options and timing == "random":
+                raise click.BadParameter("--stall and --latency fix the DRAM timing: not with "
+                                         "--timing random", param_hint="--timing")
+            if rtl_coverage and backend != "verilator":
+                raise click.BadParameter(f"RTL coverage comes from Verilator, not {backend}",
+                                         param_hint="--rtl-coverage")
+            if timing is None:
+                timing = "fixed" if backend == "golden" or options else "random"
+            if rtl_coverage:
+                options["coverage"] = True
             configs = parse_configs(configs_spec, seed)
-            plan = Plan.of(backend, configs, programs, seed=seed, kind=kind, options=options)
+            plan = Plan.of(backend, configs, programs, seed=seed, kind=kind, options=options,
+                           timing=timing)
             out.mkdir(parents=True, exist_ok=True)
             for cfg in configs:
                 if cfg.name.startswith("rand"):
                     (out / f"{cfg.name}.json").write_text(json.dumps(cfg.to_dict(), indent=1))
         summary = _run(plan, out, workers, cluster, resume is not None, shrink, shrink_budget,
-                       ship, quiet=as_json)
+                       ship, max_time, max_failures, quiet=as_json)
     except VTAError as exc:
         raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
     if as_json:
@@ -101,7 +127,8 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
         sys.exit(EXIT_DIFFER)
 
 
-def _run(plan, out, workers, cluster, resume, shrink, shrink_budget, ship, quiet):
+def _run(plan, out, workers, cluster, resume, shrink, shrink_budget, ship, max_time,
+         max_failures, quiet):
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -132,7 +159,7 @@ def _run(plan, out, workers, cluster, resume, shrink, shrink_budget, ship, quiet
 
         return regress(plan, out, workers=workers, cluster=cluster, resume=resume,
                        shrink=shrink, shrink_budget=shrink_budget, ship=ship,
-                       on_result=on_result)
+                       max_time=max_time, max_failures=max_failures, on_result=on_result)
 
 
 def _failure_line(record: dict) -> str:
@@ -155,10 +182,16 @@ def _print_summary(summary) -> None:
         c = summary.per_config.get(name, {})
         table.add_row(name, *(str(c.get(k, 0)) for k in ("pass", "fail", "crash", "error")))
     console.print(table)
-    rate = summary.rate
+    rate, per = summary.steady_rate, summary.steady_rate / max(1, summary.workers)
     console.print(f"{summary.ran} programs run in {summary.seconds:.1f} s on {summary.workers} "
-                  f"worker(s): {rate:.2f} programs/s ({rate / max(1, summary.workers):.2f} per "
-                  f"worker); {summary.total} results in {summary.out}/results.jsonl")
+                  f"worker(s), {summary.setup_seconds:.1f} s of it opening simulators (builds "
+                  f"included): {rate:.2f} programs/s without that ({per:.2f} per worker), "
+                  f"{summary.rate:.2f} with it; {summary.total} results in "
+                  f"{summary.out}/results.jsonl")
+    if summary.stopped:
+        console.print(f"stopped early: {summary.stopped}; {summary.total} of "
+                      f"{plan.programs * len(plan.configs)} programs have results (--resume "
+                      f"{summary.out}/results.jsonl runs the rest)")
     for record in summary.failures[:20]:
         console.print(_failure_line(record))
     for entry in summary.shrunk:
@@ -173,3 +206,5 @@ def _print_summary(summary) -> None:
                           f"({entry['status']}{why})")
     if summary.coverage is not None:
         console.print(summary.coverage.report(), highlight=False)
+    if summary.rtl is not None:
+        console.print(summary.rtl.report(), highlight=False)

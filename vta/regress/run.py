@@ -39,8 +39,12 @@ from ..errors import VTAError
 from ..golden import GoldenModel
 from .check import BACKENDS
 from .coverage import Coverage
-from .generator import KINDS
-from .worker import Job, close_sessions, config_dict, run_job, shrink_job
+from .generator import KINDS, kind_of_seed
+from .record import provenance, repro
+from .rtlcov import FILE as RTL_COVERAGE
+from .rtlcov import RtlCoverage
+from .timing import RANGES, timing_of
+from .worker import Job, close_sessions, config_dict, flush_coverage, run_job, shrink_job
 
 #: Bump when the generator makes a different program for some seed; a results
 #: file of another version cannot be resumed.
@@ -67,6 +71,12 @@ class Plan:
     kind: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     generator: int = GENERATOR_VERSION
+    #: ``random``: each program's DRAM timing drawn from its seed (vta.regress.timing;
+    #: RTL backends); ``fixed``: the session's (options ``latency``, ``stall``)
+    timing: str = "fixed"
+    timing_ranges: dict[str, Any] | None = None
+    #: what made the run (vta.regress.record.provenance), filled in when it starts
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -78,6 +88,15 @@ class Plan:
             raise RegressError(f"seed must be >= 0, not {self.seed}")
         if self.kind is not None and self.kind not in KINDS:
             raise RegressError(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.timing not in ("fixed", "random"):
+            raise RegressError(f"timing must be fixed or random, not {self.timing!r}")
+        if self.timing == "random":
+            if self.backend == "golden":
+                raise RegressError("random DRAM timing applies to the RTL backends, not golden")
+            if {"stall", "latency"} & set(self.options):
+                raise RegressError("random DRAM timing draws latency and stalls per program: "
+                                   "give --stall/--latency only with fixed timing")
+            self.timing_ranges = self.timing_ranges or RANGES
 
     @classmethod
     def of(cls, backend: str, configs: list[Config], programs: int, **kw: Any) -> Plan:
@@ -89,7 +108,8 @@ class Plan:
 
     def jobs(self, reference: type = GoldenModel) -> list[Job]:
         """Every job, seed by seed (each seed on every configuration in turn)."""
-        return [Job(self.backend, cfg, seed, self.kind, dict(self.options), reference)
+        return [Job(self.backend, cfg, seed, self.kind, dict(self.options), reference,
+                    timing_of(seed) if self.timing == "random" else None)
                 for seed in range(self.seed, self.seed + self.programs)
                 for cfg in self.configs]
 
@@ -106,7 +126,10 @@ class Summary:
     seconds: float = 0.0  # from the cluster being up to the last result
     startup: float = 0.0  # starting or reaching the cluster
     ran: int = 0  # programs run now (not taken from a resumed file)
+    setup: dict[str, float] = field(default_factory=dict)  # per worker: builds, start-ups
+    stopped: str | None = None  # why the run stopped before its plan's end
     coverage: Coverage | None = None
+    rtl: RtlCoverage | None = None
     failures: list[dict[str, Any]] = field(default_factory=list)
     per_config: dict[str, Counter] = field(default_factory=dict)
     per_worker: dict[str, list[float]] = field(default_factory=dict)
@@ -124,8 +147,20 @@ class Summary:
 
     @property
     def rate(self) -> float:
-        """Programs per second of this run's wall time."""
+        """Programs per second of this run's wall time, simulator builds included."""
         return self.ran / self.seconds if self.seconds else 0.0
+
+    @property
+    def setup_seconds(self) -> float:
+        """Wall time the workers spent opening sessions (builds, simulator start-ups): their
+        setup seconds over the worker count (they open in parallel)."""
+        return sum(self.setup.values()) / max(1, self.workers)
+
+    @property
+    def steady_rate(self) -> float:
+        """Programs per second with the workers' setup time taken out of the wall time."""
+        wall = self.seconds - self.setup_seconds
+        return self.ran / wall if wall > 0 else 0.0
 
     def add(self, record: dict[str, Any], *, new: bool) -> None:
         status = record["status"]
@@ -137,8 +172,10 @@ class Summary:
             self.failures.append(record)
         if new:
             self.ran += 1
-            self.per_worker.setdefault(record.get("worker", "?"), []).append(
-                record.get("seconds", 0.0))
+            worker = record.get("worker", "?")
+            self.per_worker.setdefault(worker, []).append(record.get("seconds", 0.0))
+            if record.get("setup"):
+                self.setup[worker] = self.setup.get(worker, 0.0) + record["setup"]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -146,14 +183,19 @@ class Summary:
             "ran": self.ran, "seconds": round(self.seconds, 3),
             "startup_seconds": round(self.startup, 3),
             "programs_per_second": round(self.rate, 3), "workers": self.workers,
+            "setup_seconds": round(self.setup_seconds, 3),
+            "programs_per_second_without_setup": round(self.steady_rate, 3),
+            "stopped": self.stopped,
             "per_config": {k: dict(v) for k, v in self.per_config.items()},
             "per_worker": {w: {"programs": len(t), "busy_seconds": round(sum(t), 3)}
                            for w, t in self.per_worker.items()},
             "failures": [{k: r.get(k) for k in ("config", "seed", "kind", "status", "mismatch",
-                                                "message", "outcome", "device_outcome")}
+                                                "message", "outcome", "device_outcome",
+                                                "timing", "repro") if k in r}
                          for r in self.failures],
             "shrunk": self.shrunk,
             "coverage": None if self.coverage is None else self.coverage.as_dict(),
+            "rtl_coverage": None if self.rtl is None else self.rtl.as_dict(),
         }
 
 
@@ -323,7 +365,8 @@ def worker_count(client) -> int:
 def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
             cluster: str | None = None, resume: bool = False, shrink: int = 3,
             shrink_budget: float = 120.0, reference: type | None = None,
-            processes: bool = True, ship: bool = True,
+            processes: bool = True, ship: bool = True, max_time: float | None = None,
+            max_failures: int | None = None,
             on_result: Callable[[dict[str, Any], int, int], None] | None = None) -> Summary:
     """Run ``plan`` (see the module docstring); returns the :class:`Summary`.
 
@@ -332,7 +375,10 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
     and the ``plan`` argument must be ``None``.  ``on_result(record, done,
     total)`` is called for every result (progress display).  ``reference`` is
     the reference model class (default :data:`REFERENCE`); ``processes=False``
-    runs the local cluster's workers as threads of this process.
+    runs the local cluster's workers as threads of this process.  ``max_time``
+    (seconds of running programs) and ``max_failures`` (non-passing results)
+    stop the run early: programs in flight are cancelled, and ``resume``
+    finishes the plan later.
     """
     reference = reference or REFERENCE
     out = Path(out)
@@ -345,7 +391,12 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
         raise RegressError(f"{path} exists: resume it (--resume {path}) or choose another "
                            "output folder")
     out.mkdir(parents=True, exist_ok=True)
+    if not plan.provenance:
+        plan.provenance = provenance(plan.backend)
     summary = Summary(plan, coverage=Coverage(plan.backend), out=out)
+    if plan.options.get("coverage"):
+        summary.rtl = (RtlCoverage.load(out / RTL_COVERAGE) if (out / RTL_COVERAGE).exists()
+                       else RtlCoverage(plan.provenance.get("hdl"), sources=[str(out)]))
     done = set()
     for record in previous:
         if record.get("type") == "result":
@@ -364,14 +415,35 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
             start = time.perf_counter()
 
             def record_result(record: dict[str, Any]) -> None:
+                counts = record.pop("rtl_coverage", None)
+                if counts and summary.rtl is not None:
+                    summary.rtl.add(counts)
+                    summary.rtl.save(out / RTL_COVERAGE)
+                record["at"] = round(time.time(), 3)
+                if record["status"] != "pass":
+                    record["repro"] = repro(record, plan, out)
                 results.write(json.dumps(record) + "\n")
                 results.flush()
                 summary.add(record, new=True)
                 if on_result is not None:
                     on_result(record, summary.total, total)
 
-            _run_jobs(client, jobs, record_result, window=4 * summary.workers + 2)
+            def stop() -> str | None:
+                if max_time is not None and time.perf_counter() - start > max_time:
+                    return f"--max-time {max_time:g} s reached"
+                bad = summary.total - summary.counts["pass"]
+                if max_failures is not None and bad >= max_failures:
+                    return f"--max-failures {max_failures} reached ({bad} failed)"
+                return None
+
+            summary.stopped = _run_jobs(client, jobs, record_result,
+                                        window=4 * summary.workers + 2, stop=stop)
             summary.seconds = time.perf_counter() - start
+            if summary.rtl is not None:
+                with contextlib.suppress(Exception):
+                    for counts in client.run(flush_coverage).values():
+                        summary.rtl.add(counts)
+                summary.rtl.save(out / RTL_COVERAGE)
             failed = [r for r in summary.failures if r["status"] == "fail"][:shrink]
             summary.shrunk = _shrink_failures(client, plan, failed, reference, out,
                                               shrink_budget)
@@ -380,8 +452,12 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
 
 
 def _run_jobs(client, jobs: list[Job], record: Callable[[dict[str, Any]], None],
-              window: int) -> None:
-    """Submit ``jobs`` keeping at most ``window`` in flight; ``record`` each result."""
+              window: int, stop: Callable[[], str | None] = lambda: None) -> str | None:
+    """Submit ``jobs`` keeping at most ``window`` in flight; ``record`` each result.
+
+    Stops submitting when ``stop()`` gives a reason (returned, after the programs in
+    flight are cancelled); None when every job ran.
+    """
     from dask.distributed import as_completed
 
     pending = iter(jobs)
@@ -398,30 +474,58 @@ def _run_jobs(client, jobs: list[Job], record: Callable[[dict[str, Any]], None],
 
     first = [f for f in (submit() for _ in range(window)) if f is not None]
     stream = as_completed(first)
+    reason = None
     try:
         for future in stream:
             job = futures.pop(future)
-            record(_result_of(future, job))
+            record(_result_of(client, future, job))
+            reason = reason or stop()
+            if reason is not None:
+                client.cancel(list(futures))
+                futures.clear()
+                break
             nxt = submit()
             if nxt is not None:
                 stream.add(nxt)
     except BaseException:
         client.cancel(list(futures))
         raise
+    return reason
 
 
-def _result_of(future, job: Job) -> dict[str, Any]:
-    """The task's record, or a crash/error record naming the seed."""
-    base = {"type": "result", "config": job.key[0], "seed": job.seed, "kind": job.kind}
+def _deaths(client, key: str) -> int:
+    """How many workers died running task ``key`` (the scheduler's count)."""
+    def count(dask_scheduler, key):
+        ts = dask_scheduler.tasks.get(key)
+        return ts.suspicious if ts is not None else 0
+
     try:
-        return future.result()
+        return int(client.run_on_scheduler(count, key=key))
+    except Exception:  # noqa: BLE001 -- a lost count only loses the mark
+        return 0
+
+
+def _result_of(client, future, job: Job) -> dict[str, Any]:
+    """The task's record (``attempts`` counting workers that died running it), or a
+    crash/error record naming the seed."""
+    base = {"type": "result", "config": job.key[0], "seed": job.seed,
+            "kind": job.kind or kind_of_seed(job.seed)}
+    if job.timing is not None:
+        base["timing"] = job.timing
+    try:
+        record = future.result()
     except Exception as exc:  # noqa: BLE001 -- every failure becomes a record
         from dask.distributed import KilledWorker
 
         if isinstance(exc, KilledWorker):
-            return {**base, "status": "crash",
+            return {**base, "status": "crash", "attempts": 1 + _deaths(client, future.key),
                     "message": f"the worker running it died twice: {exc}"}
         return {**base, "status": "error", "message": f"{type(exc).__name__}: {exc}"}
+    died = _deaths(client, future.key)
+    if died:
+        record["attempts"] = record.get("attempts", 1) + died
+        record["rescheduled"] = died
+    return record
 
 
 def _shrink_failures(client, plan: Plan, failed: list[dict[str, Any]], reference: type,

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..config import Config
@@ -31,9 +33,17 @@ from . import shrink as shrinker
 from .check import Session
 from .coverage import collect
 from .generator import Case, generate, kind_of_seed
+from .rtlcov import read_dat
+from .timing import device_settings
 
 _SESSIONS: dict[tuple, Session] = {}
 _LOCK = threading.Lock()
+#: Seconds this worker spent opening sessions (simulator builds and start-ups) since its
+#: last result was made; the next result carries it as ``setup``.
+_SETUP = threading.local()
+#: Seconds between the RTL coverage writes of a session (also written at the run's end).
+COVERAGE_EVERY = 300.0
+_COVERAGE_SENT: dict[tuple, float] = {}
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,7 @@ class Job:
     kind: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     reference: type = GoldenModel
+    timing: dict[str, Any] | None = None  # the DRAM timing of this program (RTL)
 
     @property
     def cfg(self) -> Config:
@@ -79,9 +90,12 @@ def session_for(job: Job) -> Session:
     with _LOCK:
         session = _SESSIONS.get(key)
     if session is None:
+        start = time.perf_counter()
         session = Session(job.backend, job.cfg, reference=job.reference, **job.options)
+        _SETUP.seconds = getattr(_SETUP, "seconds", 0.0) + time.perf_counter() - start
         with _LOCK:
             _SESSIONS[key] = session
+            _COVERAGE_SENT[key] = time.monotonic()
     return session
 
 
@@ -96,6 +110,41 @@ def drop_session(job: Job) -> None:
             s.close()
         except Exception:  # noqa: BLE001 -- a crashed simulator may fail to close cleanly
             pass
+
+
+def _write_coverage(session: Session) -> dict[str, int] | None:
+    """The RTL coverage counts of ``session`` since its last write (restarted after)."""
+    transport = session.dut.driver.transport
+    if not getattr(transport, "coverage", False):
+        return None
+    with tempfile.TemporaryDirectory(prefix="vta-cov-") as tmp:
+        path = Path(tmp) / "coverage.dat"
+        if not transport.write_coverage(path, zero=True):
+            return None
+        return read_dat(path)
+
+
+def _coverage_due(job: Job, session: Session, now: float | None = None) -> dict | None:
+    """This session's coverage increment when :data:`COVERAGE_EVERY` seconds have passed."""
+    key = next((k for k, s in _SESSIONS.items() if s is session), None)
+    now = time.monotonic() if now is None else now
+    if key is None or now - _COVERAGE_SENT.get(key, now) < COVERAGE_EVERY:
+        return None
+    _COVERAGE_SENT[key] = now
+    return _write_coverage(session)
+
+
+def flush_coverage() -> dict[str, int]:
+    """Every open session's coverage since its last write, added up (the run's end; called
+    with ``client.run`` while no task runs)."""
+    total: dict[str, int] = {}
+    with _LOCK:
+        sessions = list(_SESSIONS.values())
+    for s in sessions:
+        counts = _write_coverage(s)
+        for k, v in (counts or {}).items():
+            total[k] = total.get(k, 0) + v
+    return total
 
 
 def close_sessions() -> int:
@@ -131,13 +180,27 @@ def run_job(job: Job) -> dict[str, Any]:
     record: dict[str, Any] = {"type": "result", "config": job.key[0], "seed": job.seed,
                               "kind": kind, "worker": where()}
 
+    if job.timing is not None:
+        record["timing"] = job.timing
+    used: list[Session] = []
+
     def work(session: Session):
+        used.append(session)
         case = generate(session.cfg, job.seed, session.base, kind)
+        apply_timing(session, job.timing)
         return case, *session.check(case)
 
+    _SETUP.seconds = 0.0
     result, attempts, crash = _attempt(job, work)
     record["attempts"] = attempts
-    record["seconds"] = round(time.perf_counter() - start, 4)
+    setup = getattr(_SETUP, "seconds", 0.0)
+    record["seconds"] = round(time.perf_counter() - start - setup, 4)
+    if setup:
+        record["setup"] = round(setup, 3)  # simulator build and start-up, apart
+    if used and result is not None:
+        counts = _coverage_due(job, used[-1])
+        if counts:
+            record["rtl_coverage"] = counts
     if result is None:
         record.update(status="crash", message=crash)
         return record
@@ -153,6 +216,15 @@ def run_job(job: Job) -> dict[str, Any]:
     return record
 
 
+def apply_timing(session: Session, timing: dict[str, Any] | None) -> None:
+    """Set the device's DRAM timing for the next program (RTL backends; else nothing)."""
+    if timing is None:
+        return
+    transport = session.dut.driver.transport
+    if hasattr(transport, "set_timing"):
+        transport.set_timing(**device_settings(timing))
+
+
 def shrink_job(job: Job, budget: float = 120.0) -> dict[str, Any]:
     """Reproduce a failing program after zeroing every scratchpad, and shrink it.
 
@@ -165,6 +237,7 @@ def shrink_job(job: Job, budget: float = 120.0) -> dict[str, Any]:
 
     def work(session: Session):
         case = generate(session.cfg, job.seed, session.base, kind)
+        apply_timing(session, job.timing)
         session.scrub()
         ref, _, mismatch = session.check(case)
         out = {"status": "no-repro", "original": case, "case": None, "stats": {},
