@@ -383,20 +383,81 @@ def test_killed_workers_lose_no_result(tmp_path, monkeypatch):
     assert sorted(r["seed"] for r in records) == [38, 39, 40, 41]
 
 
-def test_existing_cluster_gets_the_package_shipped(tmp_path):
-    """--cluster: an address of a multi-process cluster; the workers run the uploaded vta."""
-    from dask.distributed import Client, LocalCluster
+@pytest.fixture
+def dask_processes(tmp_path):
+    """A real ``dask scheduler`` and two ``dask worker --nworkers 1`` processes on this
+    machine, sharing one scratch folder (and one temporary folder); yields
+    ``(address, scratch, tmp)``."""
+    import subprocess
+    import time
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
-                      silence_logs=40) as cluster:
-        plan = run.Plan.of("golden", [TINY], 6)
-        summary = run.regress(plan, tmp_path, cluster=cluster.scheduler_address)
-        assert summary.ok and summary.total == 6 and summary.workers == 2
-        with Client(cluster) as client:
-            files = client.run(lambda: sys.modules["vta"].__file__)
-    here = str(Path(vta.__file__).resolve().parent)
-    for path in files.values():
-        assert "/vta-" in path and not path.startswith(here), path
+    scratch, tmp = tmp_path / "scratch", tmp_path / "tmp"
+    tmp.mkdir()
+    sched_file = tmp_path / "scheduler.json"
+    env = {**os.environ, "TMPDIR": str(tmp), "OPENBLAS_NUM_THREADS": "1"}
+    dask_bin = Path(sys.executable).parent / "dask"
+    procs = [subprocess.Popen([str(dask_bin), "scheduler", "--port", "0", "--scheduler-file",
+                               str(sched_file), "--no-dashboard"], env=env, cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sched_file.exists(), "the dask scheduler did not start"
+        for _ in range(2):
+            procs.append(subprocess.Popen(
+                [str(dask_bin), "worker", "--scheduler-file", str(sched_file), "--nworkers", "1",
+                 "--nthreads", "1", "--no-dashboard", "--local-directory", str(scratch)],
+                env=env, cwd=tmp_path,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        address = json.loads(sched_file.read_text())["address"]
+        from dask.distributed import Client
+
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(2, timeout=120)
+        yield address, scratch, tmp
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def test_separate_worker_processes_get_the_package_shipped(tmp_path, dask_processes):
+    """--cluster with a real scheduler and two worker processes of one machine: every
+    --ship run passes on both workers with the uploaded vta (each unpacked on its own, so
+    the two never race), leaves no copy behind on the scheduler or in the scratch and
+    temporary folders, and a --no-ship run afterwards imports the installed package."""
+    from dask.distributed import Client
+
+    address, scratch, tmp = dask_processes
+    installed = str(Path(vta.__file__).resolve().parent)
+    runner = CliRunner()
+    for n in range(3):
+        out = tmp_path / f"ship{n}"
+        res = runner.invoke(main, ["regress", "-b", "golden", "--cluster", address, "-n", "4",
+                                   "--configs", "tiny", "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        _, records = _records(out)
+        assert len({r["worker"] for r in records}) == 2
+        packages = {r["package"] for r in records}
+        assert len(packages) == 2 and all("/vta-ship-" in p and p != installed
+                                          for p in packages), packages
+        with Client(address) as client:
+            assert client.run_on_scheduler(lambda dask_scheduler: list(
+                dask_scheduler.nanny_plugins)) == []
+            assert set(client.run(lambda: "vta" in sys.modules).values()) == {False}
+        assert list(tmp.glob("vta-ship-*")) == []
+        assert [p.name for p in scratch.iterdir() if "vta" in p.name] == []
+    out = tmp_path / "noship"
+    res = runner.invoke(main, ["regress", "-b", "golden", "--cluster", address, "-n", "4",
+                               "--configs", "tiny", "-o", str(out), "--no-ship"])
+    assert res.exit_code == 0, res.output
+    _, records = _records(out)
+    assert {r["package"] for r in records} == {installed}
 
 
 def test_ctrl_c_keeps_the_results_written(tmp_path):

@@ -22,9 +22,7 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
 import uuid
@@ -271,8 +269,8 @@ def connect(workers: int | None = None, cluster: str | None = None, *,
     """A Dask client: a local cluster of ``workers`` processes, or the scheduler ``cluster``.
 
     With ``cluster`` and ``ship``, this vta package (its HDL and testbench
-    included) is uploaded to every worker with Dask's UploadDirectory plugin,
-    so the workers run exactly this version.
+    included) is uploaded to every worker (:mod:`vta.regress.ship`), so the
+    workers run exactly this version, and removed again at the end.
     """
     try:
         import dask
@@ -294,21 +292,24 @@ def connect(workers: int | None = None, cluster: str | None = None, *,
             except (OSError, TimeoutError) as exc:
                 raise RegressError(f"cannot reach the Dask scheduler at {cluster!r}: {exc}") \
                     from None
-            staged = None
+            from .ship import ship as upload
+            from .ship import shipped_elsewhere, unship
+
+            shipped = False
             try:
                 if ship:
-                    staged = _stage_package()
-                    from dask.distributed import UploadDirectory
-
-                    client.register_plugin(UploadDirectory(staged, update_path=True,
-                                                           restart_workers=True))
+                    upload(client)
+                    shipped = True
+                elif not unship(client) and shipped_elsewhere(client):
+                    client.restart()  # workers still importing a copy shipped before
                 yield client
             finally:
                 with contextlib.suppress(Exception):
                     client.run(close_sessions)
+                if shipped:
+                    with contextlib.suppress(Exception):
+                        unship(client)
                 client.close()
-                if staged:
-                    shutil.rmtree(Path(staged).parent, ignore_errors=True)
         else:
             n = workers or os.cpu_count() or 1
             # the worker processes inherit it: one BLAS thread each (see tests/conftest.py)
@@ -338,23 +339,6 @@ def _sigint_ignored() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _stage_package() -> str:
-    """A temporary folder holding this ``vta`` package laid out as the wheel lays it out."""
-    import vta
-
-    from ..sim.build import hdl_dir, sim_dir
-
-    src = Path(vta.__file__).resolve().parent
-    root = Path(tempfile.mkdtemp(prefix="vta-ship-"))
-    stage = root / f"vta-{uuid.uuid4().hex[:8]}"
-    shutil.copytree(src, stage / "vta", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    if not (stage / "vta" / "hdl").is_dir():
-        shutil.copytree(hdl_dir(), stage / "vta" / "hdl")
-    if not (stage / "vta" / "sim_assets").is_dir():
-        shutil.copytree(sim_dir(), stage / "vta" / "sim_assets")
-    return str(stage)
 
 
 def worker_count(client) -> int:

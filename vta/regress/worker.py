@@ -78,6 +78,10 @@ def config_dict(cfg: Config) -> dict[str, Any]:
     return {**cfg.to_dict(), "name": cfg.name}
 
 
+#: Where this worker imported ``vta`` from (the installed package or a shipped copy).
+PACKAGE = str(Path(__file__).resolve().parents[1])
+
+
 def where() -> str:
     """``host:pid`` of this worker."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -178,7 +182,7 @@ def run_job(job: Job) -> dict[str, Any]:
     start = time.perf_counter()
     kind = job.kind or kind_of_seed(job.seed)
     record: dict[str, Any] = {"type": "result", "config": job.key[0], "seed": job.seed,
-                              "kind": kind, "worker": where()}
+                              "kind": kind, "worker": where(), "package": PACKAGE}
 
     if job.timing is not None:
         record["timing"] = job.timing
