@@ -378,9 +378,14 @@ def test_killed_workers_lose_no_result(tmp_path, monkeypatch):
     assert marker.exists()  # a worker died once, and that program passed on the retry
     assert summary.counts == {"pass": 3, "crash": 1}
     (crash,) = summary.failures
-    assert crash["seed"] == 40 and "died" in crash["message"]
+    assert crash["seed"] == 40 and "died" in crash["message"] and crash["attempts"] == 2
     _, records = _records(tmp_path / "r")
     assert sorted(r["seed"] for r in records) == [38, 39, 40, 41]
+    # the program whose worker died once is marked: a second attempt, rescheduled once
+    retried = [r for r in records if r["status"] == "pass" and r["attempts"] > 1]
+    assert len(retried) == 1 and retried[0]["attempts"] == 2 and retried[0]["rescheduled"] == 1
+    assert all(r["attempts"] == 1 for r in records if r["status"] == "pass"
+               and r is not retried[0])
 
 
 @pytest.fixture

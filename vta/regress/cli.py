@@ -67,12 +67,20 @@ Examples:
               help="stop submitting programs after this long (the rest: --resume)")
 @click.option("--max-failures", type=click.IntRange(min=1), default=None, metavar="N",
               help="stop after N programs did not pass (the rest: --resume)")
+@click.option("--known", "known_file", type=click.Path(dir_okay=False, exists=True,
+              path_type=Path), default=None, metavar="FILE",
+              help="known failures: lines of SIGNATURE<TAB>NOTE; failures with these "
+              "signatures are reported as known and do not fail the run")
+@click.option("--previous", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              default=None, metavar="FILE",
+              help="an earlier run's results.jsonl: mark failure signatures new since it")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind: str | None,
                 workers: int | None, cluster: str | None, ship: bool, out: Path,
                 resume: Path | None, shrink: int, shrink_budget: float, stall: float | None,
                 latency: int | None, timing: str | None, rtl_coverage: bool,
-                max_time: float | None, max_failures: int | None, as_json: bool) -> None:
+                max_time: float | None, max_failures: int | None, known_file: Path | None,
+                previous: Path | None, as_json: bool) -> None:
     """Run random programs on a device and on the golden model, and compare.
 
     Every program is checked byte for byte (device memory), counter for
@@ -84,8 +92,11 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
     from ..errors import VTAError
     from .configs import parse_configs
     from .run import Plan
+    from .triage import previous_signatures, read_known
 
     try:
+        triage = {"known": read_known(known_file) if known_file else None,
+                  "previous": previous_signatures(previous) if previous else None}
         if resume is not None:
             plan = None
             out = resume.parent
@@ -116,19 +127,19 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
                 if cfg.name.startswith("rand"):
                     (out / f"{cfg.name}.json").write_text(json.dumps(cfg.to_dict(), indent=1))
         summary = _run(plan, out, workers, cluster, resume is not None, shrink, shrink_budget,
-                       ship, max_time, max_failures, quiet=as_json)
+                       ship, max_time, max_failures, triage, quiet=as_json)
     except VTAError as exc:
         raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
     if as_json:
         click.echo(json.dumps(summary.as_dict(), indent=1))
     else:
         _print_summary(summary)
-    if not summary.ok:
+    if summary.unknown:
         sys.exit(EXIT_DIFFER)
 
 
 def _run(plan, out, workers, cluster, resume, shrink, shrink_budget, ship, max_time,
-         max_failures, quiet):
+         max_failures, triage, quiet):
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -159,7 +170,8 @@ def _run(plan, out, workers, cluster, resume, shrink, shrink_budget, ship, max_t
 
         return regress(plan, out, workers=workers, cluster=cluster, resume=resume,
                        shrink=shrink, shrink_budget=shrink_budget, ship=ship,
-                       max_time=max_time, max_failures=max_failures, on_result=on_result)
+                       max_time=max_time, max_failures=max_failures, on_result=on_result,
+                       **triage)
 
 
 def _failure_line(record: dict) -> str:
@@ -192,14 +204,31 @@ def _print_summary(summary) -> None:
         console.print(f"stopped early: {summary.stopped}; {summary.total} of "
                       f"{plan.programs * len(plan.configs)} programs have results (--resume "
                       f"{summary.out}/results.jsonl runs the rest)")
-    for record in summary.failures[:20]:
-        console.print(_failure_line(record))
+    groups = summary.groups
+    if groups:
+        table = Table(title="failures by signature")
+        for col in ("signature", "programs", "configurations", "example", "status"):
+            table.add_column(col, justify="right" if col == "programs" else "left")
+        for g in groups:
+            d = g.as_dict()
+            ex = d["example"]
+            status = (f"known: {g.known}" if g.known else "new" if g.new else
+                      "seen before" if g.new is False else "")
+            table.add_row(g.signature, str(g.count), ", ".join(d["configs"]),
+                          f"{ex['config']} seed {ex['seed']}", status)
+        console.print(table)
+        if summary.unknown < summary.total - summary.counts["pass"]:
+            console.print(f"{summary.total - summary.counts['pass'] - summary.unknown} failing "
+                          "programs have known signatures (--known)")
     for entry in summary.shrunk:
         if entry.get("shrunk"):
             stats = entry["stats"]
-            console.print(f"shrunk {entry['config']} seed {entry['seed']}: {stats['insns'][0]} "
-                          f"-> {stats['insns'][1]} instructions, {stats['uops'][0]} -> "
-                          f"{stats['uops'][1]} micro-ops: {entry['shrunk']}")
+            console.print(f"shrunk {entry['config']} seed {entry['seed']} ({entry['signature']})"
+                          f": {stats['insns'][0]} -> {stats['insns'][1]} instructions, "
+                          f"{stats['uops'][0]} -> {stats['uops'][1]} micro-ops: "
+                          f"{entry['shrunk']}")
+            if entry.get("diff"):
+                console.print(f"  replay: {entry['diff']}", highlight=False)
         else:
             why = f": {entry['message']}" if entry.get("message") else ""
             console.print(f"{entry['config']} seed {entry['seed']}: not shrunk "

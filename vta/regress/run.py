@@ -38,10 +38,11 @@ from ..golden import GoldenModel
 from .check import BACKENDS
 from .coverage import Coverage
 from .generator import KINDS, kind_of_seed
-from .record import provenance, repro
+from .record import diff_command, provenance, repro
 from .rtlcov import FILE as RTL_COVERAGE
 from .rtlcov import RtlCoverage
 from .timing import RANGES, timing_of
+from .triage import Group, group, record_signature
 from .worker import Job, close_sessions, config_dict, flush_coverage, run_job, shrink_job
 
 #: Bump when the generator makes a different program for some seed; a results
@@ -134,6 +135,18 @@ class Summary:
     shrunk: list[dict[str, Any]] = field(default_factory=list)
     workers: int = 0
     out: Path | None = None
+    known: dict[str, str] | None = None  # signature -> note (--known)
+    previous: set[str] | None = None  # signatures of the previous results file (--previous)
+
+    @property
+    def groups(self) -> list[Group]:
+        """The failures by signature (:mod:`vta.regress.triage`)."""
+        return group(self.failures, self.known, self.previous)
+
+    @property
+    def unknown(self) -> int:
+        """Failing programs whose signature is not in the known-failures file."""
+        return sum(g.count for g in self.groups if g.known is None)
 
     @property
     def total(self) -> int:
@@ -191,6 +204,7 @@ class Summary:
                                                 "message", "outcome", "device_outcome",
                                                 "timing", "repro") if k in r}
                          for r in self.failures],
+            "signatures": [g.as_dict() for g in self.groups],
             "shrunk": self.shrunk,
             "coverage": None if self.coverage is None else self.coverage.as_dict(),
             "rtl_coverage": None if self.rtl is None else self.rtl.as_dict(),
@@ -350,7 +364,8 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
             cluster: str | None = None, resume: bool = False, shrink: int = 3,
             shrink_budget: float = 120.0, reference: type | None = None,
             processes: bool = True, ship: bool = True, max_time: float | None = None,
-            max_failures: int | None = None,
+            max_failures: int | None = None, known: dict[str, str] | None = None,
+            previous: set[str] | None = None,
             on_result: Callable[[dict[str, Any], int, int], None] | None = None) -> Summary:
     """Run ``plan`` (see the module docstring); returns the :class:`Summary`.
 
@@ -362,7 +377,10 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
     runs the local cluster's workers as threads of this process.  ``max_time``
     (seconds of running programs) and ``max_failures`` (non-passing results)
     stop the run early: programs in flight are cancelled, and ``resume``
-    finishes the plan later.
+    finishes the plan later.  Failures are grouped by signature; ``shrink``
+    groups (the most frequent first) get their smallest program shrunk.
+    ``known`` (signature -> note) and ``previous`` (the signatures of an
+    earlier run) mark groups known and new.
     """
     reference = reference or REFERENCE
     out = Path(out)
@@ -377,7 +395,8 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
     out.mkdir(parents=True, exist_ok=True)
     if not plan.provenance:
         plan.provenance = provenance(plan.backend)
-    summary = Summary(plan, coverage=Coverage(plan.backend), out=out)
+    summary = Summary(plan, coverage=Coverage(plan.backend), out=out, known=known,
+                      previous=previous)
     if plan.options.get("coverage"):
         summary.rtl = (RtlCoverage.load(out / RTL_COVERAGE) if (out / RTL_COVERAGE).exists()
                        else RtlCoverage(plan.provenance.get("hdl"), sources=[str(out)]))
@@ -428,7 +447,8 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
                     for counts in client.run(flush_coverage).values():
                         summary.rtl.add(counts)
                 summary.rtl.save(out / RTL_COVERAGE)
-            failed = [r for r in summary.failures if r["status"] == "fail"][:shrink]
+            failed = [g.smallest() for g in summary.groups
+                      if any(r["status"] == "fail" for r in g.records)][:shrink]
             summary.shrunk = _shrink_failures(client, plan, failed, reference, out,
                                               shrink_budget)
     (out / SUMMARY).write_text(json.dumps(summary.as_dict(), indent=1) + "\n")
@@ -502,7 +522,7 @@ def _result_of(client, future, job: Job) -> dict[str, Any]:
         from dask.distributed import KilledWorker
 
         if isinstance(exc, KilledWorker):
-            return {**base, "status": "crash", "attempts": 1 + _deaths(client, future.key),
+            return {**base, "status": "crash", "attempts": max(2, _deaths(client, future.key)),
                     "message": f"the worker running it died twice: {exc}"}
         return {**base, "status": "error", "message": f"{type(exc).__name__}: {exc}"}
     died = _deaths(client, future.key)
@@ -522,7 +542,8 @@ def _shrink_failures(client, plan: Plan, failed: list[dict[str, Any]], reference
     shrunk = []
     for record, future in futures:
         name = f"{record['config']}-seed{record['seed']}"
-        entry: dict[str, Any] = {"config": record["config"], "seed": record["seed"]}
+        entry: dict[str, Any] = {"config": record["config"], "seed": record["seed"],
+                                 "signature": record_signature(record)}
         try:
             result = future.result()
         except Exception as exc:  # noqa: BLE001
@@ -539,6 +560,9 @@ def _shrink_failures(client, plan: Plan, failed: list[dict[str, Any]], reference
             entry["shrunk"] = str(write_case(result["case"], out / f"{name}.min", notes=why,
                                              expect_out=result.get("case_out")))
             entry["stats"] = result["stats"]
+            diff = diff_command(entry["shrunk"], plan.backend, record.get("timing"))
+            if diff:
+                entry["diff"] = diff
         if result.get("message"):
             entry["message"] = result["message"]
         shrunk.append(entry)

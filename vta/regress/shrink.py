@@ -19,7 +19,9 @@ Passes, repeated until none makes progress or the budget is spent:
 3. **micro-ops** (ddmin): drop micro-ops from UOP LOADs, shifting the
    GEMM/ALU ranges that use them;
 4. **fields** (one at a time): loop extents to 1, then halved; loop factors,
-   pads and immediates to 0; LOAD/STORE sizes to 1, strides to the row size;
+   pads and immediates to 0; LOAD/STORE rows and columns to one, the back or
+   the front half dropped (the front by moving the base addresses), strides
+   to the row size;
 5. **data**: zero the bytes no LOAD reads, then 1 KiB chunks (ddmin).
 """
 
@@ -52,13 +54,18 @@ class _BudgetSpentError(Exception):
     """The time or test budget ran out."""
 
 
-def same_failure(session, mismatch) -> Callable[[Case], bool]:
-    """A predicate: does a candidate fail on ``session`` with ``mismatch``'s signature?"""
+def same_failure(session, mismatch, fine: str | None = None) -> Callable[[Case], bool]:
+    """A predicate: does a candidate fail on ``session`` with ``mismatch``'s signature
+    (and, given ``fine``, with that :func:`vta.regress.triage.signature`)?"""
+    from .triage import signature
+
     target = mismatch.signature
 
     def fails(case: Case) -> bool:
-        _, _, found = session.check(case)
-        return found is not None and found.signature == target
+        ref, dut, found = session.check(case)
+        if found is None or found.signature != target:
+            return False
+        return fine is None or signature(case, ref, dut, found) == fine
 
     return fails
 
@@ -93,8 +100,13 @@ def shrink(case: Case, fails: Callable[[Case], bool], *, budget: float = 120.0,
     return ShrinkResult(best, stats)
 
 
+#: Fields that place a range rather than size it: moving one is not shrinking.
+_PLACES = frozenset({"sram_base", "dram_base", "uop_bgn", "uop_end"})
+
+
 def _size(case: Case) -> tuple[int, int, int, int]:
-    fields_sum = sum(sum(v for k, v in i.fields().items() if k not in DEP_FLAGS and v > 0)
+    fields_sum = sum(sum(v for k, v in i.fields().items()
+                         if k not in DEP_FLAGS and k not in _PLACES and v > 0)
                      for i in case.insns)
     return (case.insn_count, _uops(case), fields_sum, _nonzero(case.data))
 
@@ -319,17 +331,32 @@ def _field_candidates(insn) -> Iterable[dict[str, int]]:
         for f in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
             if getattr(insn, f):
                 yield {f: 0}
-        if insn.y_size > 1:
-            yield {"y_size": 1}
-        if insn.x_size > 1:
-            yield {"x_size": 1, "x_stride": max(1, min(insn.x_stride, 1))}
-            yield {"x_size": insn.x_size // 2}
-            if insn.y_size == 1 and not (insn.x_pad_0 or insn.y_pad_0):
-                # drop the row's first element instead of its last
-                yield {"x_size": insn.x_size - 1, "x_stride": insn.x_size - 1,
-                       "sram_base": insn.sram_base + 1, "dram_base": insn.dram_base + 1}
+        yield from _range_candidates(insn)
         if insn.x_stride != insn.x_size:
             yield {"x_stride": insn.x_size}
+
+
+def _range_candidates(insn) -> Iterable[dict[str, int]]:
+    """A LOAD's or STORE's rows and columns cut down: to one, the back half dropped,
+    then the front half (the range keeps its end: base addresses move up), then the
+    first one alone."""
+    y, x = insn.y_size, insn.x_size
+    # entries of one scratchpad row (a LOAD's pads included; a STORE has none)
+    row = insn.x_pad_0 + x + insn.x_pad_1
+    if y > 1:
+        yield {"y_size": 1}
+        yield {"y_size": y - y // 2}
+        if not insn.y_pad_0:
+            for k in dict.fromkeys((y // 2, y - 1, 1)):
+                yield {"y_size": y - k, "sram_base": insn.sram_base + k * row,
+                       "dram_base": insn.dram_base + k * insn.x_stride}
+    if x > 1:
+        yield {"x_size": 1, "x_stride": max(1, min(insn.x_stride, 1))}
+        yield {"x_size": x - x // 2}
+        if y == 1 and not (insn.x_pad_0 or insn.y_pad_0):
+            for k in dict.fromkeys((x // 2, x - 1, 1)):
+                yield {"x_size": x - k, "x_stride": x - k, "sram_base": insn.sram_base + k,
+                       "dram_base": insn.dram_base + k}
 
 
 def _data_read(case: Case) -> list[bool]:

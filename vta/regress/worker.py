@@ -35,6 +35,7 @@ from .coverage import collect
 from .generator import Case, generate, kind_of_seed
 from .rtlcov import read_dat
 from .timing import device_settings
+from .triage import signature
 
 _SESSIONS: dict[tuple, Session] = {}
 _LOCK = threading.Lock()
@@ -216,6 +217,7 @@ def run_job(job: Job) -> dict[str, Any]:
                   insns=case.insn_count, cycles=dut.cycles, coverage=sorted(hit))
     if mismatch is not None:
         record["mismatch"] = mismatch.as_dict()
+        record["signature"] = signature(case, ref, dut, mismatch)
         record["device_outcome"] = dut.code
     return record
 
@@ -243,15 +245,17 @@ def shrink_job(job: Job, budget: float = 120.0) -> dict[str, Any]:
         case = generate(session.cfg, job.seed, session.base, kind)
         apply_timing(session, job.timing)
         session.scrub()
-        ref, _, mismatch = session.check(case)
+        ref, dut, mismatch = session.check(case)
         out = {"status": "no-repro", "original": case, "case": None, "stats": {},
                "original_out": _out_area(case, ref)}
         if mismatch is None:
             return out
-        result = shrinker.shrink(case, shrinker.same_failure(session, mismatch), budget=budget)
+        fine = signature(case, ref, dut, mismatch)
+        result = shrinker.shrink(case, shrinker.same_failure(session, mismatch, fine),
+                                 budget=budget)
         small = result.case
-        out.update(status="shrunk", case=small, stats=result.stats,
-                   signature=list(mismatch.signature), message=mismatch.message,
+        out.update(status="shrunk", case=small, stats=result.stats, signature=fine,
+                   message=mismatch.message,
                    case_out=_out_area(small, session.run_reference(small)))
         return out
 
