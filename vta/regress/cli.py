@@ -63,6 +63,9 @@ Examples:
 @click.option("--rtl-coverage", is_flag=True,
               help="Verilator: measure line and toggle coverage of hdl/ (a separate build), "
               "merged across workers into OUT/rtl-coverage.json and reported per module")
+@click.option("--directed", is_flag=True,
+              help="coverage-directed: draw each program's kind with weights toward the "
+              "bins its configuration has not hit yet (instead of the fixed schedule)")
 @click.option("--max-time", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="stop submitting programs after this long (the rest: --resume)")
 @click.option("--max-failures", type=click.IntRange(min=1), default=None, metavar="N",
@@ -78,7 +81,7 @@ Examples:
 def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind: str | None,
                 workers: int | None, cluster: str | None, ship: bool, out: Path,
                 resume: Path | None, shrink: int, shrink_budget: float, stall: float | None,
-                latency: int | None, timing: str | None, rtl_coverage: bool,
+                latency: int | None, timing: str | None, rtl_coverage: bool, directed: bool,
                 max_time: float | None, max_failures: int | None, known_file: Path | None,
                 previous: Path | None, as_json: bool) -> None:
     """Run random programs on a device and on the golden model, and compare.
@@ -121,7 +124,7 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
                 options["coverage"] = True
             configs = parse_configs(configs_spec, seed)
             plan = Plan.of(backend, configs, programs, seed=seed, kind=kind, options=options,
-                           timing=timing)
+                           timing=timing, directed=directed)
             out.mkdir(parents=True, exist_ok=True)
             for cfg in configs:
                 if cfg.name.startswith("rand"):
@@ -235,5 +238,12 @@ def _print_summary(summary) -> None:
                           f"({entry['status']}{why})")
     if summary.coverage is not None:
         console.print(summary.coverage.report(), highlight=False)
+        for name, cov in summary.config_coverage.items():
+            closed = (f", all hit after {cov.closed_at} of its programs" if cov.closed_at
+                      else f"; holes: {', '.join(cov.holes)}")
+            console.print(f"  {name}: {len(cov.bins) - len(cov.holes)}/{len(cov.bins)} bins"
+                          f"{closed}", highlight=False)
+    if summary.cross is not None:
+        console.print(summary.cross.report(), highlight=False)
     if summary.rtl is not None:
         console.print(summary.rtl.report(), highlight=False)

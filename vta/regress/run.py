@@ -28,16 +28,19 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..config import Config
 from ..errors import VTAError
 from ..golden import GoldenModel
+from ..isa import AluOp
 from .check import BACKENDS
-from .coverage import Coverage
-from .generator import KINDS, kind_of_seed
+from .coverage import Coverage, Cross
+from .generator import KINDS, kind_of_seed, schedule
 from .record import diff_command, provenance, repro
 from .rtlcov import FILE as RTL_COVERAGE
 from .rtlcov import RtlCoverage
@@ -76,6 +79,8 @@ class Plan:
     timing_ranges: dict[str, Any] | None = None
     #: what made the run (vta.regress.record.provenance), filled in when it starts
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: coverage-directed: each program's kind chosen toward the open bins (:class:`Director`)
+    directed: bool = False
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -87,6 +92,8 @@ class Plan:
             raise RegressError(f"seed must be >= 0, not {self.seed}")
         if self.kind is not None and self.kind not in KINDS:
             raise RegressError(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.directed and self.kind is not None:
+            raise RegressError("a directed run chooses each program's kind: not with a kind")
         if self.timing not in ("fixed", "random"):
             raise RegressError(f"timing must be fixed or random, not {self.timing!r}")
         if self.timing == "random":
@@ -128,6 +135,8 @@ class Summary:
     setup: dict[str, float] = field(default_factory=dict)  # per worker: builds, start-ups
     stopped: str | None = None  # why the run stopped before its plan's end
     coverage: Coverage | None = None
+    config_coverage: dict[str, Coverage] = field(default_factory=dict)
+    cross: Cross | None = None
     rtl: RtlCoverage | None = None
     failures: list[dict[str, Any]] = field(default_factory=list)
     per_config: dict[str, Counter] = field(default_factory=dict)
@@ -179,6 +188,10 @@ class Summary:
         self.per_config.setdefault(record["config"], Counter())[status] += 1
         if self.coverage is not None and "coverage" in record:
             self.coverage.add(record["coverage"])
+            self.config_coverage.setdefault(record["config"], Coverage(self.plan.backend)).add(
+                record["coverage"])
+            if self.cross is not None:
+                self.cross.add(record)
         if status != "pass":
             self.failures.append(record)
         if new:
@@ -207,8 +220,63 @@ class Summary:
             "signatures": [g.as_dict() for g in self.groups],
             "shrunk": self.shrunk,
             "coverage": None if self.coverage is None else self.coverage.as_dict(),
+            "coverage_per_config": {c: {k: v for k, v in cov.as_dict().items() if k != "bins"}
+                                    for c, cov in self.config_coverage.items()},
+            "cross": None if self.cross is None else self.cross.as_dict(),
             "rtl_coverage": None if self.rtl is None else self.rtl.as_dict(),
         }
+
+
+class Director:
+    """Coverage-directed kinds: each program's kind drawn with weights toward the bins
+    its configuration has not hit yet.
+
+    The first period of the schedule (41 programs per configuration) runs as
+    scheduled: it tries every kind and, on the presets, already hits every bin.
+    Then, while some bin of the configuration is still open, the director picks
+    kinds from what it learned: for every kind, how often its programs hit each
+    bin (a Beta distribution per kind and bin: hits + 1/2, misses + 1); each choice
+    samples a rate from each for the configuration's open bins (functional bins
+    and its ALU cross bins) and takes the kind whose sampled rates sum highest
+    (Thompson sampling: kinds that never hit an open bin fade).  The draw comes
+    from the seed.  Once every bin is hit, the schedule takes over again.  (Blind
+    Thompson sampling from the first program did worse than the schedule in the
+    measurements of docs/regress.md: 19 kinds to learn cost more programs than
+    the schedule needs.)  Records name their kind, so a seed's program still repeats
+    with ``--seed S --kind K``.
+    """
+
+    PRIOR = 0.5
+
+    def __init__(self, summary: Summary):
+        self.summary = summary
+        self.runs: Counter = Counter()
+        self.hits: dict[str, Counter] = {k: Counter() for k in KINDS}
+
+    def observe(self, record: dict[str, Any]) -> None:
+        kind = record.get("kind")
+        if kind in self.hits and "coverage" in record:
+            self.runs[kind] += 1
+            self.hits[kind].update(record["coverage"])
+
+    def open_bins(self, config: str) -> list[str]:
+        cov = self.summary.config_coverage.get(config)
+        holes = list(cov.holes) if cov is not None else list(
+            Coverage(self.summary.plan.backend).bins)
+        counts = cov.counts if cov is not None else Counter()
+        alu = [f"alu:{op.name}.{how}" for op in AluOp for how in ("imm", "tensor")]
+        return holes + [b for b in alu if not counts[b] and b not in holes]
+
+    def choose(self, job: Job) -> Job:
+        cov = self.summary.config_coverage.get(job.key[0])
+        holes = self.open_bins(job.key[0])
+        if not holes or cov is None or cov.programs < len(schedule()):
+            return replace(job, kind=kind_of_seed(job.seed))
+        rng = np.random.default_rng([job.seed, 0xD1EC7])
+        hits = np.array([[self.hits[k][b] for b in holes] for k in KINDS], dtype=float)
+        runs = np.array([self.runs[k] for k in KINDS], dtype=float)[:, None]
+        rates = rng.beta(hits + self.PRIOR, runs - hits + 1.0)
+        return replace(job, kind=KINDS[int(np.argmax(rates.sum(axis=1)))])
 
 
 # ------------------------------------------------------------------ results file
@@ -396,7 +464,7 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
     if not plan.provenance:
         plan.provenance = provenance(plan.backend)
     summary = Summary(plan, coverage=Coverage(plan.backend), out=out, known=known,
-                      previous=previous)
+                      previous=previous, cross=Cross(plan.config_names, plan.timing == "random"))
     if plan.options.get("coverage"):
         summary.rtl = (RtlCoverage.load(out / RTL_COVERAGE) if (out / RTL_COVERAGE).exists()
                        else RtlCoverage(plan.provenance.get("hdl"), sources=[str(out)]))
@@ -439,8 +507,19 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
                     return f"--max-failures {max_failures} reached ({bad} failed)"
                 return None
 
-            summary.stopped = _run_jobs(client, jobs, record_result,
-                                        window=4 * summary.workers + 2, stop=stop)
+            director = Director(summary) if plan.directed else None
+            for record in previous:
+                if director is not None and record.get("type") == "result":
+                    director.observe(record)
+
+            def record_and_learn(record: dict[str, Any]) -> None:
+                record_result(record)
+                if director is not None:
+                    director.observe(record)
+
+            summary.stopped = _run_jobs(client, jobs, record_and_learn,
+                                        window=4 * summary.workers + 2, stop=stop,
+                                        choose=None if director is None else director.choose)
             summary.seconds = time.perf_counter() - start
             if summary.rtl is not None:
                 with contextlib.suppress(Exception):
@@ -456,9 +535,11 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
 
 
 def _run_jobs(client, jobs: list[Job], record: Callable[[dict[str, Any]], None],
-              window: int, stop: Callable[[], str | None] = lambda: None) -> str | None:
+              window: int, stop: Callable[[], str | None] = lambda: None,
+              choose: Callable[[Job], Job] | None = None) -> str | None:
     """Submit ``jobs`` keeping at most ``window`` in flight; ``record`` each result.
 
+    ``choose`` may change a job as it is submitted (its kind: :class:`Director`).
     Stops submitting when ``stop()`` gives a reason (returned, after the programs in
     flight are cancelled); None when every job ran.
     """
@@ -471,6 +552,8 @@ def _run_jobs(client, jobs: list[Job], record: Callable[[dict[str, Any]], None],
         job = next(pending, None)
         if job is None:
             return None
+        if choose is not None:
+            job = choose(job)
         future = client.submit(run_job, job, pure=False,
                                key=f"vta-regress-{job.key[0]}-{job.seed}-{uuid.uuid4().hex[:6]}")
         futures[future] = job
@@ -537,8 +620,9 @@ def _shrink_failures(client, plan: Plan, failed: list[dict[str, Any]], reference
     from .report import write_case
 
     by_key = {j.key: j for j in plan.jobs(reference)}
-    futures = [(r, client.submit(shrink_job, by_key[(r["config"], r["seed"])], budget,
-                                 pure=False)) for r in failed]
+    futures = [(r, client.submit(shrink_job, replace(by_key[(r["config"], r["seed"])],
+                                                     kind=r.get("kind")), budget, pure=False))
+               for r in failed]
     shrunk = []
     for record, future in futures:
         name = f"{record['config']}-seed{record['seed']}"
