@@ -77,20 +77,30 @@ Examples:
 @click.option("--previous", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               default=None, metavar="FILE",
               help="an earlier run's results.jsonl: mark failure signatures new since it")
+@click.option("--history", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              multiple=True, metavar="FILE",
+              help="an earlier run's results.jsonl for the HTML report's trend (repeatable, "
+              "oldest first)")
+@click.option("--report", "report_of", type=click.Path(dir_okay=False, exists=True,
+              path_type=Path), default=None, metavar="FILE",
+              help="run nothing: summarise the results.jsonl FILE (coverage, failures by "
+              "signature, RTL coverage) and write its junit.xml and report.html beside it")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind: str | None,
                 workers: int | None, cluster: str | None, ship: bool, out: Path,
                 resume: Path | None, shrink: int, shrink_budget: float, stall: float | None,
                 latency: int | None, timing: str | None, rtl_coverage: bool, directed: bool,
                 max_time: float | None, max_failures: int | None, known_file: Path | None,
-                previous: Path | None, as_json: bool) -> None:
+                previous: Path | None, history: tuple[Path, ...], report_of: Path | None,
+                as_json: bool) -> None:
     """Run random programs on a device and on the golden model, and compare.
 
     Every program is checked byte for byte (device memory), counter for
     counter and trace for trace; faulting programs must report the same fault
-    at the same instruction.  Results stream to OUT/results.jsonl; failing
-    programs are shrunk and written to OUT; the coverage report lists the
-    features no program exercised.
+    at the same instruction.  Results stream to OUT/results.jsonl; failures are
+    grouped by signature and one program of each is shrunk into OUT; the
+    coverage report lists the features no program exercised; OUT/junit.xml and
+    OUT/report.html report the run.
     """
     from ..errors import VTAError
     from .configs import parse_configs
@@ -100,7 +110,9 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
     try:
         triage = {"known": read_known(known_file) if known_file else None,
                   "previous": previous_signatures(previous) if previous else None}
-        if resume is not None:
+        if report_of is not None:
+            summary = _report(report_of, history, triage)
+        elif resume is not None:
             plan = None
             out = resume.parent
         else:
@@ -129,8 +141,10 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
             for cfg in configs:
                 if cfg.name.startswith("rand"):
                     (out / f"{cfg.name}.json").write_text(json.dumps(cfg.to_dict(), indent=1))
-        summary = _run(plan, out, workers, cluster, resume is not None, shrink, shrink_budget,
-                       ship, max_time, max_failures, triage, quiet=as_json)
+        if report_of is None:
+            summary = _run(plan, out, workers, cluster, resume is not None, shrink,
+                           shrink_budget, ship, max_time, max_failures,
+                           {**triage, "history": history}, quiet=as_json)
     except VTAError as exc:
         raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
     if as_json:
@@ -139,6 +153,20 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
         _print_summary(summary)
     if summary.unknown:
         sys.exit(EXIT_DIFFER)
+
+
+def _report(path: Path, history: tuple[Path, ...], triage: dict):
+    """The summary of a finished results file, its reports written beside it."""
+    from .reports import write_reports
+    from .run import summary_of
+
+    summary, records = summary_of(path, **triage)
+    written = write_reports(summary, records, path.parent,
+                            [(p.parent.name, summary_of(p)[0]) for p in history])
+    from rich.console import Console
+
+    Console(stderr=True).print("reports: " + ", ".join(map(str, written)), highlight=False)
+    return summary
 
 
 def _run(plan, out, workers, cluster, resume, shrink, shrink_budget, ship, max_time,

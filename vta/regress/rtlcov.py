@@ -109,7 +109,7 @@ class RtlCoverage:
     # ------------------------------------------------------------------ views
     def per_module(self) -> dict[str, dict[str, Any]]:
         """Per module: line points and toggle points hit / total, and the uncovered lines
-        (``file:line``, sorted)."""
+        (``file:line`` or ``file:first-last``, sorted)."""
         mods: dict[str, dict[str, Any]] = defaultdict(lambda: {
             "line": [0, 0], "toggle": [0, 0], "uncovered": set(), "covered_lines": set()})
         for key, count in self.counts.items():
@@ -129,9 +129,8 @@ class RtlCoverage:
         for name in sorted(mods):
             m = mods[name]
             # a line is uncovered when some block or branch on it never ran
-            lines = sorted(m["uncovered"])
             out[name] = {"line": m["line"], "toggle": m["toggle"],
-                         "uncovered_lines": [f"{f}:{n}" for f, n in lines]}
+                         "uncovered_lines": _ranges(sorted(m["uncovered"]))}
         return out
 
     def totals(self) -> dict[str, list[int]]:
@@ -151,8 +150,7 @@ class RtlCoverage:
                  f"  {'module':<18} {'line':>15} {'toggle':>17}  uncovered lines"]
         for name, m in mods.items():
             miss = m["uncovered_lines"]
-            shown = ", ".join(x.rpartition(":")[0] + ":" + x.rpartition(":")[2]
-                              for x in miss[:uncovered])
+            shown = ", ".join(miss[:uncovered])
             more = f" (+{len(miss) - uncovered} more)" if len(miss) > uncovered else ""
             lines.append(f"  {name:<18} {_pct(m['line']):>15} {_pct(m['toggle']):>17}  "
                          f"{shown or '-'}{more}")
@@ -162,6 +160,20 @@ class RtlCoverage:
 
     def as_dict(self) -> dict[str, Any]:
         return {"hdl": self.hdl, "totals": self.totals(), "modules": self.per_module()}
+
+
+def _ranges(lines: list[tuple[str, int]]) -> list[str]:
+    """``file:a-b`` for each run of consecutive lines of one file."""
+    out: list[str] = []
+    run: list = []
+    for fname, n in lines + [("", -2)]:
+        if run and fname == run[0] and n == run[2] + 1:
+            run[2] = n
+            continue
+        if run:
+            out.append(f"{run[0]}:{run[1]}" + (f"-{run[2]}" if run[2] > run[1] else ""))
+        run = [fname, n, n]
+    return out
 
 
 def _pct(pair: list[int]) -> str:

@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from .check import BACKENDS
 from .coverage import Coverage, Cross
 from .generator import KINDS, kind_of_seed, schedule
 from .record import diff_command, provenance, repro
+from .reports import write_reports
 from .rtlcov import FILE as RTL_COVERAGE
 from .rtlcov import RtlCoverage
 from .timing import RANGES, timing_of
@@ -433,7 +434,7 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
             shrink_budget: float = 120.0, reference: type | None = None,
             processes: bool = True, ship: bool = True, max_time: float | None = None,
             max_failures: int | None = None, known: dict[str, str] | None = None,
-            previous: set[str] | None = None,
+            previous: set[str] | None = None, history: Sequence[Path] = (),
             on_result: Callable[[dict[str, Any], int, int], None] | None = None) -> Summary:
     """Run ``plan`` (see the module docstring); returns the :class:`Summary`.
 
@@ -448,7 +449,9 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
     finishes the plan later.  Failures are grouped by signature; ``shrink``
     groups (the most frequent first) get their smallest program shrunk.
     ``known`` (signature -> note) and ``previous`` (the signatures of an
-    earlier run) mark groups known and new.
+    earlier run) mark groups known and new.  ``junit.xml`` and ``report.html``
+    (:mod:`vta.regress.reports`) are written too, the latter with the trend
+    across the ``history`` results files.
     """
     reference = reference or REFERENCE
     out = Path(out)
@@ -531,7 +534,38 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
             summary.shrunk = _shrink_failures(client, plan, failed, reference, out,
                                               shrink_budget)
     (out / SUMMARY).write_text(json.dumps(summary.as_dict(), indent=1) + "\n")
+    _, records = read_results(path)
+    write_reports(summary, [r for r in records if r.get("type") == "result"], out,
+                  [(_label(h), summary_of(h)[0]) for h in history])
     return summary
+
+
+def _label(path: Path) -> str:
+    return path.parent.name or str(path)
+
+
+def summary_of(path: Path, *, known: dict[str, str] | None = None,
+               previous: set[str] | None = None) -> tuple[Summary, list[dict[str, Any]]]:
+    """The summary of a results file (without running anything) and its result records:
+    counts, coverage, failures by signature, and from its folder the RTL coverage
+    (``rtl-coverage.json``), the shrunk programs and the timings (``summary.json``)."""
+    plan, records = read_results(path)
+    records = [r for r in records if r.get("type") == "result"]
+    summary = Summary(plan, coverage=Coverage(plan.backend), out=path.parent, known=known,
+                      previous=previous, cross=Cross(plan.config_names, plan.timing == "random"))
+    for record in records:
+        summary.add(record, new=True)
+    old = path.parent / SUMMARY
+    if old.exists():
+        with contextlib.suppress(ValueError, KeyError):
+            data = json.loads(old.read_text())
+            summary.shrunk = data.get("shrunk", [])
+            summary.workers = data.get("workers", 0)
+    times = [r["at"] for r in records if "at" in r]
+    summary.seconds = max(times) - min(times) if len(times) > 1 else 0.0
+    if (path.parent / RTL_COVERAGE).exists():
+        summary.rtl = RtlCoverage.load(path.parent / RTL_COVERAGE)
+    return summary, records
 
 
 def _run_jobs(client, jobs: list[Job], record: Callable[[dict[str, Any]], None],
