@@ -23,7 +23,7 @@ from vta.errors import ConfigError, ErrorCode, ExecutionError
 from vta.golden import GoldenModel
 from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, encode_stream
 from vta.lint import lint
-from vta.regress import coverage, races, run
+from vta.regress import coverage, races, run, triage
 from vta.regress.check import Session
 from vta.regress.configs import parse_configs, random_config
 from vta.regress.generator import (
@@ -601,3 +601,239 @@ def test_fault_names_are_error_codes():
     assert set(FAULTS) == {c.name for c in ErrorCode} - {"NONE", "BUS_ERROR"}
     case = generate(TINY, 0, BASE, "fault-NO_FINISH")
     assert isinstance(case, Case) and case.insns[-1].opcode != Opcode.FINISH
+
+
+# ------------------------------------------------------------------ issue 23: timing, records
+def test_timing_is_drawn_from_the_seed():
+    from vta.regress import timing
+
+    draws = [timing.timing_of(s) for s in range(300)]
+    assert timing.timing_of(7) == draws[7] and draws[7] != draws[8]
+    classes = {d["class"] for d in draws}
+    assert len(classes) == 9  # every latency class with every stall class
+    for d in draws:
+        lat, stall = d["class"].split("/")
+        lo, hi = timing.LATENCY_CLASSES[lat.removesuffix("-latency")]
+        assert all(lo <= x <= hi for x in d["latency"])
+        lo, hi = timing.STALL_CLASSES[stall.removesuffix("-stall")]
+        assert lo <= round(d["stall"] * 256) <= hi and d["outstanding"] in (1, 2, 4, 8)
+    plan = run.Plan.of("verilator", [TINY], 3, timing="random")
+    assert [j.timing for j in plan.jobs()] == draws[:3]
+    assert plan.timing_ranges == timing.RANGES
+    assert all(j.timing is None for j in run.Plan.of("verilator", [TINY], 2).jobs())
+    with pytest.raises(run.RegressError, match="not golden"):
+        run.Plan.of("golden", [TINY], 3, timing="random")
+    with pytest.raises(run.RegressError, match="only with fixed timing"):
+        run.Plan.of("icarus", [TINY], 3, timing="random", options={"stall": 0.1})
+
+
+def _verilator_or_skip():
+    from vta.sim.build import SimulatorError, simulator_version
+
+    try:
+        simulator_version("verilator")
+    except SimulatorError as exc:
+        pytest.skip(str(exc))
+
+
+def test_dram_timing_changes_between_programs_without_a_restart():
+    """set_timing: the same program under the same timing takes the same cycles (the
+    stall generator restarts from the timing's seed), longer latency and stalls take more,
+    and the result never changes."""
+    _verilator_or_skip()
+    from vta.regress.worker import apply_timing
+
+    session = Session("verilator", TINY)
+    try:
+        case = generate(TINY, 3, session.base, "normal")
+        fast = {"latency": [0, 0], "stall": 0.0, "reorder": False, "outstanding": 8, "seed": 5}
+        slow = {"latency": [40, 30], "stall": 0.3, "reorder": True, "outstanding": 1,
+                "seed": 9}
+        cycles = []
+        for timing in (fast, slow, fast, slow):
+            apply_timing(session, timing)
+            _, dut, mismatch = session.check(case)
+            assert mismatch is None
+            cycles.append(dut.cycles)
+        assert cycles[0] == cycles[2] and cycles[1] == cycles[3]
+        assert cycles[1] > 2 * cycles[0]
+    finally:
+        session.close()
+
+
+def test_records_carry_what_reproduces_them(tmp_path, monkeypatch):
+    """Provenance in the plan; every failure a repro command that repeats it alone; the
+    JUnit XML and the HTML report of the run."""
+    import xml.etree.ElementTree as ET
+
+    monkeypatch.setattr(run, "REFERENCE", MaxImmOffByOne)
+    out = tmp_path / "r"
+    res = CliRunner().invoke(main, ["regress", "-b", "golden", "-n", "6", "--configs", "tiny",
+                                    "-w", "1", "-o", str(out), "--kind", "normal",
+                                    "--shrink", "0"])
+    assert res.exit_code == 3, res.output
+    header, records = _records(out)
+    prov = header["provenance"]
+    assert prov["vta"] == vta.__version__ and prov["hdl"] and prov["testbench"]
+    assert prov["commit"] is None or len(prov["commit"]) == 40
+    failed = [r for r in records if r["status"] == "fail"]
+    assert failed and all(r["signature"] == "memory/out ALU.MAX.imm" for r in failed)
+    cmd = failed[0]["repro"]["regress"].split()
+    assert cmd[:3] == ["vta", "regress", "-b"] and f"{failed[0]['seed']}" in cmd
+    again = CliRunner().invoke(main, cmd[1:])
+    assert again.exit_code == 3, again.output
+    _, rerun = _records(Path(cmd[cmd.index("-o") + 1]))
+    assert [(r["seed"], r["signature"]) for r in rerun] == [(failed[0]["seed"],
+                                                             failed[0]["signature"])]
+    suites = ET.parse(out / "junit.xml").getroot()
+    cases = suites.findall(".//testcase")
+    assert len(cases) == len(records)
+    fails = suites.findall(".//failure")
+    assert len(fails) == len(failed) and {f.get("message") for f in fails} == {
+        "memory/out ALU.MAX.imm"}
+    page = (out / "report.html").read_text()
+    assert "memory/out ALU.MAX.imm" in page and "data:image/png;base64" in page
+
+
+# ------------------------------------------------------------------ issue 23: triage
+def test_signatures_name_the_first_divergence():
+    session = Session("golden", TINY, reference=FaultOneLater)
+    try:
+        case = generate(TINY, 0, session.base, "fault-STORE_PAD")
+        ref, dut, mismatch = session.check(case)
+        # where the (patched) golden model says it faulted: the no-op after the STORE
+        assert dut.error["index"] + 1 == ref.error["index"]
+        assert case.insns[dut.error["index"]].opcode == Opcode.STORE
+        assert triage.signature(case, ref, dut, mismatch) == \
+            "fault STORE_PAD/STORE_PAD at store NOP (where)"
+    finally:
+        session.close()
+    session = Session("golden", TINY, reference=CountsOneMoreGemm)
+    try:
+        case = generate(TINY, 0, session.base, "normal")
+        ref, dut, mismatch = session.check(case)
+        assert triage.signature(case, ref, dut, mismatch) == "counter gemm_uops"
+    finally:
+        session.close()
+
+
+def test_failures_grouped_known_and_new(tmp_path, monkeypatch):
+    """Failures by signature with counts; --previous marks them seen before, --known makes
+    a run with only known failures pass; --max-failures stops early and --resume finishes."""
+    monkeypatch.setattr(run, "REFERENCE", MaxImmOffByOne)
+    runner = CliRunner()
+    first = tmp_path / "a"
+    args = ["regress", "-b", "golden", "--configs", "tiny", "-w", "1", "--kind", "normal",
+            "--shrink", "0"]
+    res = runner.invoke(main, [*args, "-n", "8", "-o", str(first), "--max-failures", "2"])
+    assert res.exit_code == 3, res.output
+    summary = json.loads((first / "summary.json").read_text())
+    assert summary["stopped"].startswith("--max-failures 2 reached")
+    assert summary["total"] < 8 and "stopped early" in res.output
+    (group,) = summary["signatures"]
+    assert group["signature"] == "memory/out ALU.MAX.imm" and group["count"] == 2
+    assert group["new"] is None
+    res = runner.invoke(main, ["regress", "--resume", str(first / "results.jsonl"), "-w", "1",
+                               "--shrink", "0"])
+    _, records = _records(first)
+    assert sorted(r["seed"] for r in records) == list(range(8))
+    second = tmp_path / "b"
+    known = tmp_path / "known.txt"
+    known.write_text("# signature<TAB>note\nmemory/out ALU.MAX.imm\tMAX imm + 1 (planted)\n")
+    res = runner.invoke(main, [*args, "-n", "4", "-o", str(second), "--previous",
+                               str(first / "results.jsonl"), "--known", str(known)])
+    assert res.exit_code == 0, res.output  # every failure is known
+    (group,) = json.loads((second / "summary.json").read_text())["signatures"]
+    assert group["new"] is False and group["known"] == "MAX imm + 1 (planted)"
+    assert "failing programs have known signatures" in " ".join(res.output.split())
+    res = runner.invoke(main, [*args, "-n", "2", "-o", str(tmp_path / "c"), "--max-time", "0"])
+    summary = json.loads((tmp_path / "c" / "summary.json").read_text())
+    assert summary["stopped"] == "--max-time 0 s reached" and summary["total"] == 1
+
+
+def test_shrinker_cuts_ranges_from_both_ends():
+    from vta.regress.shrink import _range_candidates
+
+    store = MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=10, dram_base=100,
+                    y_size=1, x_size=8, x_stride=8)
+    cands = list(_range_candidates(store))
+    assert {"x_size": 4, "x_stride": 4, "sram_base": 14, "dram_base": 104} in cands
+    assert {"x_size": 1, "x_stride": 1, "sram_base": 17, "dram_base": 107} in cands
+    rows = MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0, dram_base=0,
+                   y_size=4, x_size=2, x_stride=5)
+    assert {"y_size": 1, "sram_base": 6, "dram_base": 15} in list(_range_candidates(rows))
+
+
+def test_director_turns_to_the_kind_that_hits_the_open_bins():
+    summary = run.Summary(run.Plan.of("golden", [TINY], 200), coverage=coverage.Coverage(
+        "golden"))
+    director = run.Director(summary)
+    job = run.Plan.of("golden", [TINY], 1, seed=0).jobs()[0]
+    assert director.choose(job).kind == kind_of_seed(0)  # the first period: the schedule
+    everything = [b for b in coverage.GOLDEN_BINS if b != "load:pad-15"]
+    for seed in range(len(schedule())):
+        kind = kind_of_seed(seed)
+        hit = everything + (["load:pad-15"] if kind == "edge" and seed % 3 == 0 else [])
+        record = {"config": "tiny", "seed": seed, "kind": kind, "status": "pass",
+                  "coverage": hit}
+        summary.add(record, new=True)
+        director.observe(record)
+    summary.config_coverage["tiny"].counts["load:pad-15"] = 0  # pretend it is still open
+    chosen = [director.choose(run.Plan.of("golden", [TINY], 1, seed=s).jobs()[0]).kind
+              for s in range(100, 140)]
+    assert chosen.count("edge") >= 30, chosen
+
+
+def test_rtl_coverage_files_are_read_and_merged(tmp_path):
+    from vta.regress import rtlcov
+
+    def point(kind, page, line, comment, count, spans=""):
+        s = f"\x01S\x02{spans}" if spans else ""
+        return (f"C '\x01f\x02/x/hdl/vta_alu.v\x01l\x02{line}\x01n\x021\x01t\x02{kind}"
+                f"\x01page\x02v_{kind}/{page}\x01o\x02{comment}{s}\x01h\x02vta_tb.dut.alu' "
+                f"{count}\n")
+
+    dat = tmp_path / "a.dat"
+    dat.write_text("# SystemC::Coverage-3\n" + point("line", "vta_alu__L4", 10, "block", 3,
+                                                     "10-12")
+                   + point("line", "vta_alu__L4", 20, "block", 0, "20-21")
+                   + point("branch", "vta_alu__L4", 30, "if", 0)
+                   + point("toggle", "vta_alu__L4", 5, "x[0]:0->1", 1)
+                   + point("toggle", "vta_alu__L4", 5, "x[0]:1->0", 0))
+    counts = rtlcov.read_dat(dat)
+    cov = rtlcov.RtlCoverage("h", sources=["a"])
+    cov.add(counts)
+    m = cov.per_module()["vta_alu"]
+    assert m["line"] == [1, 3] and m["toggle"] == [1, 2]
+    assert m["uncovered_lines"] == ["vta_alu.v:20-21", "vta_alu.v:30"]
+    other = rtlcov.RtlCoverage("h", {k: 1 for k in counts}, ["b"])
+    cov.merge(other)  # another worker's or run's counts: every point hit now
+    assert cov.per_module()["vta_alu"]["uncovered_lines"] == [] and cov.sources == ["a", "b"]
+    cov.save(tmp_path / "c.json")
+    assert rtlcov.RtlCoverage.load(tmp_path / "c.json").counts == cov.counts
+    with pytest.raises(ValueError, match="another design"):
+        cov.merge(rtlcov.RtlCoverage("other"))
+
+
+def test_verilator_rtl_coverage_and_timing_per_program(tmp_path):
+    """--rtl-coverage on Verilator (tiny): per-module line and toggle coverage of hdl/
+    merged from both workers, every program under its own recorded DRAM timing."""
+    _verilator_or_skip()
+    out = tmp_path / "r"
+    res = CliRunner().invoke(main, ["regress", "-n", "12", "--configs", "tiny", "-w", "2",
+                                    "-o", str(out), "--rtl-coverage"])
+    assert res.exit_code == 0, res.output
+    header, records = _records(out)
+    assert header["timing"] == "random" and header["options"] == {"coverage": True}
+    assert header["provenance"]["simulator"].startswith("verilator")
+    assert [r["timing"] for r in sorted(records, key=lambda r: r["seed"])] == [
+        run.timing_of(s) for s in range(12)]
+    summary = json.loads((out / "summary.json").read_text())
+    modules = summary["rtl_coverage"]["modules"]
+    assert {"vta_top", "vta_alu", "vta_compute", "vta_load", "vta_store", "vta_fetch"} <= \
+        set(modules)
+    assert not any(m.startswith("vta_dram") or m == "vta_tb" for m in modules)
+    line, toggle = summary["rtl_coverage"]["totals"]["line"], \
+        summary["rtl_coverage"]["totals"]["toggle"]
+    assert 0.5 * line[1] < line[0] < line[1] and 0.3 * toggle[1] < toggle[0] < toggle[1]
+    assert "vta_top" in res.output and "uncovered lines" in res.output

@@ -234,17 +234,15 @@ class Director:
 
     The first period of the schedule (41 programs per configuration) runs as
     scheduled: it tries every kind and, on the presets, already hits every bin.
-    Then, while some bin of the configuration is still open, the director picks
-    kinds from what it learned: for every kind, how often its programs hit each
-    bin (a Beta distribution per kind and bin: hits + 1/2, misses + 1); each choice
-    samples a rate from each for the configuration's open bins (functional bins
-    and its ALU cross bins) and takes the kind whose sampled rates sum highest
-    (Thompson sampling: kinds that never hit an open bin fade).  The draw comes
-    from the seed.  Once every bin is hit, the schedule takes over again.  (Blind
-    Thompson sampling from the first program did worse than the schedule in the
-    measurements of docs/regress.md: 19 kinds to learn cost more programs than
-    the schedule needs.)  Records name their kind, so a seed's program still repeats
-    with ``--seed S --kind K``.
+    Then, while some bin of the configuration is still open (a functional bin or
+    one of its ALU cross bins), each program's kind is the one most likely to hit
+    the open bins by what the run has seen: for every kind and bin, the share of
+    its programs that hit the bin (hits + 1/2 over programs + 3/2, so kinds tried
+    less look more promising for bins nobody has hit yet), summed over the open
+    bins; ties are broken by a draw from the seed.  Once every bin is hit, the
+    schedule takes over again.  (Thompson sampling from the first program did
+    worse than the schedule in the measurements of docs/regress.md: 19 kinds to
+    learn cost more programs than the schedule needs.)
     """
 
     PRIOR = 0.5
@@ -276,8 +274,9 @@ class Director:
         rng = np.random.default_rng([job.seed, 0xD1EC7])
         hits = np.array([[self.hits[k][b] for b in holes] for k in KINDS], dtype=float)
         runs = np.array([self.runs[k] for k in KINDS], dtype=float)[:, None]
-        rates = rng.beta(hits + self.PRIOR, runs - hits + 1.0)
-        return replace(job, kind=KINDS[int(np.argmax(rates.sum(axis=1)))])
+        score = ((hits + self.PRIOR) / (runs + 1 + self.PRIOR)).sum(axis=1)
+        score += rng.random(len(KINDS)) * 1e-9  # ties
+        return replace(job, kind=KINDS[int(np.argmax(score))])
 
 
 # ------------------------------------------------------------------ results file
@@ -456,9 +455,9 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
     reference = reference or REFERENCE
     out = Path(out)
     path = out / RESULTS
-    previous: list[dict[str, Any]] = []
+    earlier: list[dict[str, Any]] = []  # the results file's records (resume)
     if resume:
-        plan, previous = read_results(path)
+        plan, earlier = read_results(path)
         _drop_torn_line(path)
     elif path.exists() and path.stat().st_size:
         raise RegressError(f"{path} exists: resume it (--resume {path}) or choose another "
@@ -472,14 +471,14 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
         summary.rtl = (RtlCoverage.load(out / RTL_COVERAGE) if (out / RTL_COVERAGE).exists()
                        else RtlCoverage(plan.provenance.get("hdl"), sources=[str(out)]))
     done = set()
-    for record in previous:
+    for record in earlier:
         if record.get("type") == "result":
             summary.add(record, new=False)
             done.add((record["config"], record["seed"]))
     jobs = [j for j in plan.jobs(reference) if j.key not in done]
     total = len(done) + len(jobs)
     with open(path, "a") as results:
-        if not previous:
+        if not earlier:
             results.write(json.dumps(plan.header()) + "\n")
             results.flush()
         start = time.perf_counter()
@@ -511,7 +510,7 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
                 return None
 
             director = Director(summary) if plan.directed else None
-            for record in previous:
+            for record in earlier:
                 if director is not None and record.get("type") == "result":
                     director.observe(record)
 
