@@ -94,6 +94,12 @@ def undefined_reads(case: Case, limit: int = 10) -> list[tuple[int, str]]:
     return found
 
 
+def out_writes(case: Case) -> list[tuple[int, set[int]]]:
+    """``(instruction, OUT entries)`` of every GEMM/ALU writing OUT."""
+    return [(index, entries) for index, res, write, entries in
+            _accesses(case, case.placed()) if res == "OUT" and write]
+
+
 def last_writer(case: Case, reader: int, resource: str, entry: int) -> int | None:
     """The instruction whose write of ``resource`` ``entry`` instruction ``reader`` sees:
     of the writes ordered before ``reader`` by tokens (or program order), the last one

@@ -202,7 +202,8 @@ class _Shrinker:
 
     def fields(self, case: Case) -> Case:
         for index in range(case.insn_count):
-            for changes in _field_candidates(case.insns[index]):
+            for changes in [*_field_candidates(case.insns[index]),
+                            *_store_targets(case, index)]:
                 trial = case.copy()
                 trial.insns[index] = trial.insns[index].replace(**changes)
                 if self.test(trial):
@@ -357,6 +358,19 @@ def _range_candidates(insn) -> Iterable[dict[str, int]]:
             for k in dict.fromkeys((x // 2, x - 1, 1)):
                 yield {"x_size": x - k, "x_stride": x - k, "sram_base": insn.sram_base + k,
                        "dram_base": insn.dram_base + k}
+
+
+def _store_targets(case: Case, index: int) -> list[dict[str, int]]:
+    """A one-entry STORE moved onto the first OUT entry each GEMM/ALU writes (so that the
+    writer's loops can shrink to their first iteration next; a move onto a write not
+    ordered before the STORE is a race or an undefined read, and rejected)."""
+    insn = case.insns[index]
+    if insn.opcode != Opcode.STORE or insn.x_size != 1 or insn.y_size != 1:
+        return []
+    from .races import out_writes
+
+    firsts = sorted({min(entries) for _, entries in out_writes(case) if entries})
+    return [{"sram_base": e} for e in firsts if e < insn.sram_base][:4]
 
 
 def _data_read(case: Case) -> list[bool]:
