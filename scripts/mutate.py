@@ -126,7 +126,7 @@ MUTATIONS: tuple[Mutation, ...] = (
       "? {{(AL-16){1'b0}}, c7_imm} : {AL{1'b0}};",
       "ALU immediate zero-extended (negative immediates become large positive)",
       (T_TOP, T_COMPUTE)),
-    M("rtl_gemm_unsigned", "vta/hdlgen.py",
+    M("rtl_gemm_unsigned", "vta/hdltools/hdlgen.py",
       'f"(* mem2reg *) reg signed [{ww - 1}:0] w [0:{block * block - 1}] {split};",',
       'f"(* mem2reg *) reg [{ww - 1}:0] w [0:{block * block - 1}] {split};",',
       "GEMM weights treated as unsigned",

@@ -376,7 +376,7 @@ def _read_until(fd: int, text: str, limit: float = 120.0) -> str:
 def test_long_run_in_a_pipe_reports_progress(tmp_path, monkeypatch):
     """Not a terminal, no -v: a progress line on stderr now and then (every 15 s; here
     every report), none on stdout."""
-    from vta import cli_common
+    from vta.cli import common as cli_common
 
     monkeypatch.setattr(cli_common, "PIPE_PROGRESS_EVERY", 0.0)
     source = tmp_path / "medium.s"

@@ -10,8 +10,9 @@ from click.testing import CliRunner
 from hand_programs import GEMM_1X4 as GOOD
 
 import vta
-from vta import lint, ops, progfile
+from vta import ops, progfile
 from vta.cli import main
+from vta.progfile import lint
 
 
 def findings(text: str, **kw) -> list[lint.Finding]:

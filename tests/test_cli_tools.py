@@ -40,7 +40,7 @@ def test_bench_rtl_figures():
 
 
 def test_bench_fails_when_a_result_is_wrong(monkeypatch):
-    from vta import programs
+    from vta.progfile import handbuilt as programs
 
     real = programs.MatmulProgram.expected
     monkeypatch.setattr(programs.MatmulProgram, "expected",
@@ -51,8 +51,8 @@ def test_bench_fails_when_a_result_is_wrong(monkeypatch):
 
 
 def test_cache_list_and_clean(tmp_path, monkeypatch):
+    from vta.backends.rtl import build_testbench
     from vta.config import Config
-    from vta.driver.rtl import build_testbench
 
     monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path))
     assert invoke("cache", "list").output == "no simulator builds cached\n"

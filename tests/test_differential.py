@@ -51,7 +51,7 @@ def sessions():
     def get(sim: str, preset: str) -> Session:
         key = (sim, preset)
         if key not in opened:
-            from vta.sim.build import SimulatorError, simulator_version
+            from vta.hdltools.build import SimulatorError, simulator_version
 
             try:
                 simulator_version(sim.split(":")[1] if ":" in sim else

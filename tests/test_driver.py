@@ -11,8 +11,8 @@ import pytest
 
 import vta
 from vta import device as device_mod
-from vta.driver import regs
-from vta.driver.golden import GoldenTransport
+from vta import regs
+from vta.backends.golden import GoldenTransport
 from vta.driver.host import PAGE_BYTES, Buffer, Driver, RunStats
 from vta.errors import DeadlockError, DeviceError, DeviceTimeoutError, ErrorCode, ExecutionError
 from vta.isa import GemmInsn, MemId, MemInsn, Opcode, encode_stream
@@ -418,7 +418,7 @@ def test_open_device_defaults_and_repr():
 
 def test_common_options_are_accepted_by_every_backend_and_checked_by_one_rule():
     from vta import device as vdev
-    from vta.driver import aws, golden, rtl
+    from vta.backends import aws, golden, rtl
 
     sim_only = {"watchdog": 0, "waves": True, "latency": (3, 4), "stall": 0.25, "seed": 3,
                 "timeout": 10, "reorder": True, "outstanding": 2}
@@ -456,4 +456,4 @@ def test_runstats_total_sums_and_keeps_none():
 def test_registers_doc_is_generated_from_the_register_map():
     committed = (REPO / "docs" / "registers.md").read_text()
     assert committed == regs.render_markdown(), (
-        "docs/registers.md is stale: regenerate it from vta.driver.regs.render_markdown()")
+        "docs/registers.md is stale: regenerate it from vta.regs.render_markdown()")

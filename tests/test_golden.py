@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 import vta
-from vta import golden
+from vta import golden, isa, regs
 from vta.config import TOKEN_QUEUE_DEPTH, Config
-from vta.driver import regs
 from vta.errors import ErrorCode
 from vta.golden import GoldenModel
 from vta.isa import (
@@ -31,7 +30,7 @@ from vta.isa import (
     encode_uop,
     insn_class,
 )
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 
 DEFAULT = Config.load("default")
 TINY = Config.load("tiny")
@@ -646,15 +645,15 @@ def test_block_decoding_equals_decode_word(cfg):
         assert fields == list(expected.fields().values())
         insn = insn_class(fields[0])(*fields)
         assert insn == expected and type(insn) is type(expected)
-        engine = golden.dispatch_engine(expected)
+        engine = isa.dispatch_engine(expected)
         engines.append(engine)
         flags = [f for f in golden.DEP_FLAGS if getattr(expected, f)]
-        assert links.pops == tuple(golden.POP_QUEUE[(engine, f)] for f in flags
-                                   if (engine, f) in golden.POP_QUEUE)
-        assert links.pushes == tuple((golden.PUSH_QUEUE[(engine, f)], f) for f in flags
-                                     if (engine, f) in golden.PUSH_QUEUE)
+        assert links.pops == tuple(isa.POP_QUEUE[(engine, f)] for f in flags
+                                   if (engine, f) in isa.POP_QUEUE)
+        assert links.pushes == tuple((isa.PUSH_QUEUE[(engine, f)], f) for f in flags
+                                     if (engine, f) in isa.PUSH_QUEUE)
         assert links.forbidden == next(
-            (f for f in flags if f in golden.FORBIDDEN_FLAGS[engine]), None)
+            (f for f in flags if f in isa.FORBIDDEN_FLAGS[engine]), None)
     for engine, indices in queues.items():
         assert indices == [i for i, e in enumerate(engines) if e == engine]
     assert any(fields[-1] < 0 for fields in block[0] if fields[0] == Opcode.ALU)  # imm

@@ -7,8 +7,9 @@ import pytest
 from hand_programs import GEMM_1X4 as HAND
 
 import vta
-from vta import isa, ops, progfile, programs
+from vta import isa, ops, progfile
 from vta.errors import AssemblyError, DeadlockError, DeviceError
+from vta.progfile import handbuilt as programs
 
 
 def _dense_expected(x, w, shift):

@@ -22,7 +22,7 @@ from vta.cli import main
 from vta.errors import ConfigError, ErrorCode, ExecutionError
 from vta.golden import GoldenModel
 from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, encode_stream
-from vta.lint import lint
+from vta.progfile.lint import lint
 from vta.regress import coverage, races, run, triage
 from vta.regress.check import Session
 from vta.regress.configs import parse_configs, random_config
@@ -273,7 +273,7 @@ def test_counter_and_fault_differences_are_mismatches():
 
 
 def test_a_crashing_simulator_is_reopened_and_the_program_retried(monkeypatch):
-    from vta.driver.rtl import SimulatorCrashError
+    from vta.backends.rtl import SimulatorCrashError
     from vta.regress import worker
 
     opened = []
@@ -538,7 +538,7 @@ def test_bad_options(tmp_path):
 
 def test_verilator_tiny_slice_covers_every_bin(tmp_path):
     """One period on the RTL (tiny): no mismatch, and every bin, back-pressure included."""
-    from vta.sim.build import SimulatorError, simulator_version
+    from vta.hdltools.build import SimulatorError, simulator_version
 
     try:
         simulator_version("verilator")
@@ -577,7 +577,7 @@ def test_load_of_padding_only_zeroes_its_entries():
 @pytest.mark.slow
 def test_seeded_failure_shrinks_on_the_rtl():
     """The same patched reference against Verilator (tiny): the shrunk case still fails there."""
-    from vta.sim.build import SimulatorError, simulator_version
+    from vta.hdltools.build import SimulatorError, simulator_version
 
     try:
         simulator_version("verilator")

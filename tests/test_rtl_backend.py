@@ -22,13 +22,13 @@ import vta
 from vta import trace as vtrace
 from vta.errors import DeadlockError, DeviceError, DeviceTimeoutError, ErrorCode, ExecutionError
 from vta.isa import AluInsn, GemmInsn, MemId, MemInsn, Opcode, Uop, encode, encode_uop
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 
 SIMS = ("icarus", "verilator")
 
 
 def _require(sim: str) -> None:
-    from vta.sim.build import SimulatorError, simulator_version
+    from vta.hdltools.build import SimulatorError, simulator_version
 
     try:
         simulator_version(sim)
@@ -127,7 +127,7 @@ def test_matmul_matches_numpy_and_counts_cycles(tiny, sim):
 def test_counters_are_read_in_one_request(tiny, sim, monkeypatch):
     """After a run the driver reads the 44 counter words in one request to the harness
     (Transport.read32_many), and they are what the registers give one read at a time."""
-    from vta.driver import regs
+    from vta import regs
 
     dev, _ = tiny(sim)
     prog, mem, _ = _matmul(dev, np.random.default_rng(2), 4, 8, 4)
@@ -316,7 +316,7 @@ def test_fault_with_traffic_in_flight_then_next_run(scenario):
     """A fault while the DRAM still owes read data ("reads": a slow ACC load) or write beats
     ("writes": a STORE on a stalling bus); CLEAR; the bus drains; the next run (every kind of
     instruction) is exact and the DRAM model saw no AXI rule broken."""
-    from vta.driver import regs
+    from vta import regs
 
     _require("icarus")
     cfg = vta.Config.load("tiny")
@@ -371,7 +371,7 @@ def test_fault_with_traffic_in_flight_then_next_run(scenario):
 # ------------------------------------------------------------------ hangs and crashes
 def test_watchdog_reports_each_engine_and_resets():
     """A DRAM that never answers: the watchdog stops the run and names where each engine was."""
-    from vta.driver.rtl import WatchdogError
+    from vta.backends.rtl import WatchdogError
 
     _require("icarus")
     with vta.open_device("icarus", "tiny", stall=1.0, watchdog=3000) as dev:
@@ -457,7 +457,7 @@ def test_wall_clock_timeout_kills_the_simulator():
 
 def _check_saved_log(message: str, workdir: Path) -> None:
     """The session folder is gone; the log named in ``message`` outlives it (build cache)."""
-    from vta.sim.build import cache_root
+    from vta.hdltools.build import cache_root
 
     assert not workdir.exists(), "the session folder of a dead simulator is removed at close"
     import re
@@ -488,7 +488,7 @@ def test_session_folders_of_dead_processes_are_swept(tmp_path, monkeypatch):
     removes it (its owner is gone), and leaves folders of live owners and kept waveforms."""
     import tempfile
 
-    from vta.driver import rtl
+    from vta.backends import rtl
 
     _require("icarus")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -523,7 +523,7 @@ def test_close_ends_the_process(sim):
 def test_config_mismatch_is_refused():
     """The simulator identifies its configuration through the registers like hardware."""
     _require("icarus")
-    from vta.driver import rtl
+    from vta.backends import rtl
 
     t = rtl.RTLTransport("icarus", vta.Config.load("tiny"))
     try:
@@ -588,8 +588,8 @@ WHEEL_SCRIPT = r'''
 import sys
 import numpy as np
 import vta
-from vta.programs import build_matmul
-from vta.sim.build import hdl_dir, sim_dir
+from vta.progfile.handbuilt import build_matmul
+from vta.hdltools.build import hdl_dir, sim_dir
 print("vta from", vta.__file__)
 print("hdl", hdl_dir(), "sim", sim_dir())
 for path in (vta.__file__, hdl_dir(), sim_dir()):

@@ -1,4 +1,4 @@
-"""Progress reports of simulated runs (``vta.driver.rtl.run_progress``): what they say, that
+"""Progress reports of simulated runs (``vta.backends.rtl.run_progress``): what they say, that
 they change nothing about the run, and that timeouts, the watchdog and Ctrl-C still hold."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 import vta
 from vta import progfile
-from vta.driver import rtl
+from vta.backends import rtl
 from vta.errors import DeviceError, DeviceTimeoutError
 
 SIMS = ("icarus", "verilator")
@@ -32,7 +32,7 @@ FINISH
 
 
 def _require(sim: str) -> None:
-    from vta.sim.build import SimulatorError, simulator_version
+    from vta.hdltools.build import SimulatorError, simulator_version
 
     try:
         simulator_version(sim)
@@ -57,7 +57,7 @@ def test_a_long_run_reports_progress_and_runs_the_same(sim, often, caplog):
     with vta.open_device(sim, prog.cfg) as dev:
         quiet = progfile.replay(prog, dev).stats  # nobody listens: one piece, no reports
         quiet_end = dev.driver.transport.last_cycles
-        caplog.set_level(logging.DEBUG, logger="vta.driver.rtl")
+        caplog.set_level(logging.DEBUG, logger="vta.backends.rtl")
         with rtl.run_progress(reports.append):
             reported = progfile.replay(prog, dev).stats
             # the harness saw irq when it rose (give or take one report's register reads)

@@ -13,7 +13,7 @@ def aws_device():
     opened: dict = {}
 
     def get(shell: str, simulator: str, preset: str = "tiny", **options):
-        from vta.sim.build import SimulatorError, simulator_version
+        from vta.hdltools.build import SimulatorError, simulator_version
 
         key = (shell, simulator, preset, tuple(sorted(options.items())))
         dev = opened.get(key)

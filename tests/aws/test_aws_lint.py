@@ -13,10 +13,10 @@ import subprocess
 import pytest
 
 import vta
-from vta import hdlgen
 from vta.aws.regs import SHELLS
-from vta.driver.aws_sim import aws_sources, write_aws_header
-from vta.sim.build import sim_env
+from vta.backends.aws_sim import aws_sources, write_aws_header
+from vta.hdltools import hdlgen
+from vta.hdltools.build import sim_env
 
 CASES = [(shell.module, preset) for shell in SHELLS.values() for preset in ("tiny", "aws")]
 

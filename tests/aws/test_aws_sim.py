@@ -1,6 +1,6 @@
 """The AWS wrappers (hdl/aws) with the shell-port models, reached through the f1/f2 transport.
 
-Each case opens ``f1-sim`` / ``f2-sim``: :class:`vta.driver.aws.AwsTransport` (the
+Each case opens ``f1-sim`` / ``f2-sim``: :class:`vta.backends.aws.AwsTransport` (the
 code the f1/f2 backends run on an instance) over stand-ins driven by the simulated
 wrapper.  The default run covers F1 under Verilator (default preset: a
 64-bit VTA bus, large loads) and F2 under Icarus (tiny preset); the other two pairings
@@ -13,11 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vta import ops
+from vta import ops, regs
 from vta.aws import regs as clregs
-from vta.driver import regs
-from vta.driver.aws import ShellTimeoutError
-from vta.programs import build_matmul
+from vta.backends.aws import ShellTimeoutError
+from vta.progfile.handbuilt import build_matmul
 
 CASES = [pytest.param("f1", "verilator", "default", id="f1-verilator"),
          pytest.param("f2", "icarus", "tiny", id="f2-icarus"),

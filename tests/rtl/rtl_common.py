@@ -3,7 +3,7 @@
 Every test file in this folder is both a cocotb test module (its ``@cocotb.test``
 functions run inside the simulator) and a pytest file (its ``test_*`` functions
 build the design once per (simulator, configuration) through
-:func:`vta.sim.build.build` and run the cocotb module against it).  Expected
+:func:`vta.hdltools.build.build` and run the cocotb module against it).  Expected
 values always come from NumPy formulas or the golden model, never from the RTL.
 """
 
@@ -42,7 +42,7 @@ def sim_params(presets_verilator=("tiny", "default"), presets_icarus=("tiny",), 
 
 
 def require(simulator: str) -> None:
-    from vta.sim.build import SimulatorError, simulator_version
+    from vta.hdltools.build import SimulatorError, simulator_version
 
     try:
         simulator_version(simulator)
@@ -64,8 +64,8 @@ def build_and_run(
 ):
     """Build ``top`` (hdl/ sources plus wrappers) for ``preset`` and run ``test_module``."""
     import vta
-    from vta import hdlgen
-    from vta.sim import build as simbuild
+    from vta.hdltools import build as simbuild
+    from vta.hdltools import hdlgen
 
     require(simulator)
     cfg = vta.Config.load(preset)
@@ -89,7 +89,7 @@ def build_and_run(
 
 def top_params(preset: str, mem_size: int) -> dict:
     import vta
-    from vta import hdlgen
+    from vta.hdltools import hdlgen
 
     return hdlgen.top_parameters(vta.Config.load(preset), mem_size=mem_size)
 
@@ -134,7 +134,7 @@ def stall_axi_ram(ram, seed: int, busy: float = 0.3) -> None:
 
 
 def reg_offsets():
-    from vta.driver import regs
+    from vta import regs
 
     return regs
 

@@ -82,8 +82,8 @@ def golden_run(
 def matmul(
     cfg: Config, rng: np.random.Generator, m: int, k: int, n: int, shift: int | None = 4
 ) -> Program:
-    from vta.programs import build_matmul, pack_inp, pack_wgt
-    from vta.programs import encode_uop as _eu
+    from vta.progfile.handbuilt import build_matmul, pack_inp, pack_wgt
+    from vta.progfile.handbuilt import encode_uop as _eu
 
     p = build_matmul(cfg, m, k, n, shift=shift)
     a = rng.integers(-128, 128, size=(m, k), dtype=np.int8)

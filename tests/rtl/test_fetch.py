@@ -5,7 +5,7 @@ bits in the other fields) is read from cocotbext-axi's AxiRam with random
 stalls; the queue consumers stall at random, and for a while one consumer
 stops entirely so its queue fills (fetch must keep the shared read channel
 free and resume).  Each queue must receive exactly its instructions, in
-order, tagged with their stream index; golden.dispatch_engine is the
+order, tagged with their stream index; isa.dispatch_engine is the
 reference.  Faults: undefined opcode (BAD_OPCODE at its index, nothing after
 it dispatched) and a stream beyond MEM_SIZE (DRAM_RANGE, index 0xFFFFFFFF).
 """
@@ -55,7 +55,7 @@ async def dispatch(dut):
     from cocotbext.axi import AxiBus, AxiRam
 
     from vta.errors import ErrorCode
-    from vta.golden import dispatch_engine
+    from vta.isa import dispatch_engine
 
     cfg = cfg_from_env()
     for s in ("start", "halt", "ld_ready", "cmp_ready", "st_ready", "insn_addr", "insn_count"):

@@ -16,8 +16,8 @@ import subprocess
 import pytest
 
 import vta
-from vta import hdlgen
-from vta.sim.build import sim_env
+from vta.hdltools import hdlgen
+from vta.hdltools.build import sim_env
 
 
 def _setup(preset):

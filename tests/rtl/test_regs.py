@@ -1,4 +1,4 @@
-"""vta_regs: the AXI4-Lite register file against vta/driver/regs.py.
+"""vta_regs: the AXI4-Lite register file against vta/regs.py.
 
 cocotbext-axi's AxiLiteMaster drives the port with random idle cycles on
 AW/W/AR and backpressure on B/R.  Checked: identification, INSN_ADDR/COUNT
@@ -23,7 +23,7 @@ async def register_map(dut):
 
     from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-    from vta.driver import regs
+    from vta import regs
 
     cfg = cfg_from_env()
     ncnt = len(regs.COUNTERS)
@@ -143,8 +143,8 @@ async def register_map(dut):
 @pytest.mark.parametrize("simulator, preset", sim_params())
 def test_regs(simulator, preset):
     import vta
-    from vta import hdlgen
-    from vta.driver import regs
+    from vta import regs
+    from vta.hdltools import hdlgen
 
     params = {
         k: v

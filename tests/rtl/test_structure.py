@@ -1,7 +1,7 @@
 """Structural checks of hdl/ read with pyverilog (the design, not its behaviour).
 
 * ``vta_top``'s ports and parameters are exactly those of the contract in
-  docs/rtl-interface.md (and ``vta.hdlgen.top_parameters`` gives exactly those
+  docs/rtl-interface.md (and ``vta.hdltools.hdlgen.top_parameters`` gives exactly those
   parameters); a failure names the port or parameter.
 * Every instance in the design is connected by name (ports and parameters).
 * No parameter of an instance is left at its default when the instantiating
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import vta
-from vta import hdlgen
+from vta.hdltools import hdlgen
 
 pyverilog = pytest.importorskip("pyverilog")
 

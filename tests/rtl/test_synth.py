@@ -1,4 +1,4 @@
-"""Synthesis figures (vta.synth, scripts/synth/synth.py) with yosys synth_xilinx.
+"""Synthesis figures (vta.hdltools.synth, scripts/synth/synth.py) with yosys synth_xilinx.
 
 The fast tests map small circuits (one yosys run, about 20 s) whose depth and
 structure are known by construction and check what the analysis reports

@@ -89,7 +89,7 @@ _MODELS = {}
 def check(dut, cfg, prog, ram, status, index, counters):
     from rtl_programs import golden_run
 
-    from vta.driver import regs
+    from vta import regs
     from vta.golden import GoldenModel
 
     model = _MODELS.setdefault(id(dut), GoldenModel(cfg, 1 << 12))
@@ -119,7 +119,7 @@ def check(dut, cfg, prog, ram, status, index, counters):
 
 
 async def run_and_check(dut, axil, ram, cfg, prog):
-    from vta.driver import regs
+    from vta import regs
 
     ram.write(0, bytes(MEM_SIZE))
     ram.write(0, prog.image(cfg, MEM_SIZE).tobytes())
@@ -131,7 +131,7 @@ async def run_and_check(dut, axil, ram, cfg, prog):
 @cocotb.test()
 async def identification(dut):
     """ID, HW_VERSION, CONFIG_SIG, CONFIG0/1 identify the configuration."""
-    from vta.driver import regs
+    from vta import regs
 
     cfg = cfg_from_env()
     axil, _ = await setup(dut)

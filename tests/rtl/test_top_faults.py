@@ -213,7 +213,7 @@ async def in_flight(dut, scenario: str, restart: str):
     """
     from rtl_programs import golden_run, mixed, zero_fill
 
-    from vta.driver import regs
+    from vta import regs
     from vta.golden import GoldenModel
 
     cfg = cfg_from_env()
@@ -340,7 +340,7 @@ async def bus_errors(dut):
     from rtl_programs import bus_errors as bus_programs
     from rtl_programs import golden_run, zero_fill
 
-    from vta.driver import regs
+    from vta import regs
     from vta.golden import GoldenModel
 
     cfg = cfg_from_env()

@@ -266,7 +266,7 @@ CASES = [  # (data width, read latency, write latency, stall /256)
 def test_vta_dram(sim, width, rlat, wlat, stall, tmp_path):
     pytest.importorskip("cocotb")
     pytest.importorskip("cocotbext.axi")
-    from vta.sim import build as simbuild
+    from vta.hdltools import build as simbuild
 
     try:
         simbuild.simulator_version(sim)
@@ -283,7 +283,7 @@ ERR_ADDR = 0x80000
 def _run(sim, width, tmp_path, tests, plusargs, seed=1):
     pytest.importorskip("cocotb")
     pytest.importorskip("cocotbext.axi")
-    from vta.sim import build as simbuild
+    from vta.hdltools import build as simbuild
 
     try:
         simbuild.simulator_version(sim)

@@ -41,18 +41,17 @@ def _git(src: Path, *args: str) -> str | None:
 def provenance(backend: str) -> dict[str, Any]:
     """Package version, git commit and dirty flag (when run from a checkout), hashes of
     ``hdl/`` and the testbench, the simulator's version, Python and Dask versions."""
-    import vta
+    from .._version import __version__
+    from ..hdltools.build import SimulatorError, hdl_dir, sim_dir, simulator_version
 
-    from ..sim.build import SimulatorError, hdl_dir, sim_dir, simulator_version
-
-    src = Path(vta.__file__).resolve().parent
+    src = Path(__file__).resolve().parents[1]  # the vta package
     commit = _git(src, "rev-parse", "HEAD")
     dirty = None
     if commit is not None:
         status = _git(src.parent, "status", "--porcelain", "--untracked-files=no", "--",
                       "vta", "hdl", "sim")
         dirty = bool(status) if status is not None else None
-    out: dict[str, Any] = {"vta": vta.__version__, "commit": commit, "dirty": dirty,
+    out: dict[str, Any] = {"vta": __version__, "commit": commit, "dirty": dirty,
                            "hdl": tree_hash(hdl_dir()), "testbench": tree_hash(sim_dir()),
                            "python": platform.python_version()}
     try:

@@ -80,11 +80,9 @@ def sweep() -> None:
 def package_zip() -> tuple[bytes, str]:
     """This ``vta`` package as a zip (``vta/...``, with ``vta/hdl`` and ``vta/sim_assets``
     from the source tree when the package does not hold them) and its digest."""
-    import vta
+    from ..hdltools.build import hdl_dir, sim_dir
 
-    from ..sim.build import hdl_dir, sim_dir
-
-    src = Path(vta.__file__).resolve().parent
+    src = Path(__file__).resolve().parents[1]  # the vta package
     trees = [(src, "vta")]
     if not (src / "hdl").is_dir():
         trees.append((hdl_dir(), "vta/hdl"))

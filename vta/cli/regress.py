@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..cli_common import EXIT_DIFFER
+from .common import EXIT_DIFFER
 
 EXAMPLES = """
 \b
@@ -103,9 +103,9 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
     OUT/report.html report the run.
     """
     from ..errors import VTAError
-    from .configs import parse_configs
-    from .run import Plan
-    from .triage import previous_signatures, read_known
+    from ..regress.configs import parse_configs
+    from ..regress.run import Plan
+    from ..regress.triage import previous_signatures, read_known
 
     try:
         triage = {"known": read_known(known_file) if known_file else None,
@@ -157,8 +157,8 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
 
 def _report(path: Path, history: tuple[Path, ...], triage: dict):
     """The summary of a finished results file, its reports written beside it."""
-    from .reports import write_reports
-    from .run import summary_of
+    from ..regress.reports import write_reports
+    from ..regress.run import summary_of
 
     summary, records = summary_of(path, **triage)
     written = write_reports(summary, records, path.parent,
@@ -181,7 +181,7 @@ def _run(plan, out, workers, cluster, resume, shrink, shrink_budget, ship, max_t
         TimeRemainingColumn,
     )
 
-    from .run import regress
+    from ..regress.run import regress
 
     console = Console(stderr=True)
     columns = [TextColumn("[bold]regress"), BarColumn(), MofNCompleteColumn(),

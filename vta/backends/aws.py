@@ -25,7 +25,7 @@ answer an access within 8 us, or no AFI is loaded): :class:`ShellTimeoutError`
 names the recovery command.
 
 Where the files live is a :class:`HostPlatform`; tests give it a folder of
-stand-in files, and :mod:`vta.driver.aws_sim` gives this same transport stand-ins
+stand-in files, and :mod:`vta.backends.aws_sim` gives this same transport stand-ins
 driven by the simulated wrapper.  Nothing here has run on real hardware.
 
 Options (``vta.open_device("f2", cfg, **options)``): ``slot`` (default 0),
@@ -46,11 +46,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .. import regs
 from ..aws import regs as clregs
 from ..config import Config
+from ..driver.transport import Transport
 from ..errors import DeviceError
-from . import regs
-from .transport import Transport
 
 #: Options of :func:`vta.open_device` the f1 / f2 backends take (the card fixes the rest).
 OPTIONS = frozenset({"slot", "pci_address", "dma", "channel", "platform", "name", "mmio"})

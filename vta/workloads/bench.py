@@ -21,8 +21,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .config import Config
-from .programs import build_matmul
+from ..config import Config
+from ..progfile.handbuilt import build_matmul
 
 
 def _best(fn: Callable[[], object], repeat: int) -> float:
@@ -42,7 +42,7 @@ def _operands(size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def golden_gemm(cfg: Config, size: int = 256, repeat: int = 10) -> dict:
     """Golden-model GEMM throughput of a ``size``^3 matmul against NumPy float32."""
-    from .golden import GoldenModel
+    from ..golden import GoldenModel
 
     a, w = _operands(size)
     prog = build_matmul(cfg, size, size, size, shift=None)
@@ -75,7 +75,7 @@ def _numpy_conv(data, kernel, stride: int, pad: int) -> np.ndarray:
 
 def resnet_layer(device, name: str, repeat: int = 1) -> dict:
     """``ops.conv2d`` of ResNet-18 layer ``name`` on ``device`` (end to end), checked."""
-    from . import ops
+    from .. import ops
 
     h, w, c, o, k, pad, stride = ops.RESNET18_LAYERS[name]
     rng = np.random.default_rng(1)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from .cli_common import echo_json, friendly, json_option, load_config
+from .common import echo_json, friendly, json_option, load_config
 
 # -------------------------------------------------------------------- bench
 _BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -52,8 +52,8 @@ def bench(config: str, quick: bool, rtl: str, blas_threads: int, as_json: bool) 
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from . import bench as vbench
-    from .device import open_device
+    from ..device import open_device
+    from ..workloads import bench as vbench
 
     cfg = load_config(config)
     layers = ["C5", "C11"] if quick else ["C2", "C5", "C8", "C11"]
@@ -81,7 +81,7 @@ def bench(config: str, quick: bool, rtl: str, blas_threads: int, as_json: bool) 
             for number, (title, step) in enumerate(steps, 1):
                 progress.update(task, description=title)
                 if not progress.console.is_terminal:  # pipes and CI logs: a line per step
-                    logging.getLogger("vta.bench").info("benchmark %d/%d: %s", number,
+                    logging.getLogger("vta.workloads.bench").info("benchmark %d/%d: %s", number,
                                                         len(steps), title)
                 try:
                     results.append(step())
@@ -105,7 +105,7 @@ def bench(config: str, quick: bool, rtl: str, blas_threads: int, as_json: bool) 
 
 # -------------------------------------------------------------------- cache
 def _builds() -> list[dict]:
-    from .sim.build import cache_root
+    from ..hdltools.build import cache_root
 
     root = cache_root() / "sim"
     out = []
@@ -187,7 +187,7 @@ def cache_clean(simulator: str | None, yes: bool) -> None:
     Example:
       vta cache clean --simulator verilator --yes
     """
-    from .sim.build import cache_root
+    from ..hdltools.build import cache_root
 
     builds = [b for b in _builds() if simulator is None or b["simulator"] == simulator]
     root = cache_root() / "sim"

@@ -2,7 +2,7 @@
 
 :func:`open_transport` builds the design with the testbench of ``sim/`` (a
 cached build per simulator, configuration and options, outside the source
-tree; :mod:`vta.sim.build`), starts the simulator with the harness
+tree; :mod:`vta.hdltools.build`), starts the simulator with the harness
 ``sim/vta_harness.py`` and talks to it over a socket pair.  Every request has
 a timeout; a simulator that dies or stops answering becomes an exception and
 its process is killed, never left behind (``close()``, ``atexit``, a
@@ -65,10 +65,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import regs
 from ..config import Config
+from ..driver.transport import Transport
 from ..errors import DeviceError, DeviceTimeoutError
-from . import regs
-from .transport import Transport
 
 SIMULATORS = ("verilator", "icarus")
 #: Options of :func:`vta.open_device` this backend takes (see the table above).
@@ -119,6 +119,10 @@ def _sweep_stale_sessions() -> None:
             continue  # alive (another user's), or unreadable: leave it
 
 
+#: The folder holding this ``vta`` package (the harness imports it from there).
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
 class SimulatorCrashError(DeviceError):
     """The simulator process died or sent something unexpected."""
 
@@ -137,7 +141,7 @@ def _set_pdeathsig() -> None:  # runs in the child between fork and exec
 
 
 def _tb_sources() -> list[Path]:
-    from ..sim.build import sim_dir
+    from ..hdltools.build import sim_dir
 
     return [sim_dir() / name for name in ("vta_dram.v", "vta_axil_master.v", "vta_monitor.v",
                                           "vta_tb.v")]
@@ -152,7 +156,7 @@ def _coverage_args() -> list[str]:
     """Verilator options of a coverage build: line and toggle coverage of hdl/ only."""
     import hashlib
 
-    from ..sim.build import cache_root
+    from ..hdltools.build import cache_root
 
     text = "`verilator_config\n" + _COVERAGE_CONFIG
     # named by its contents, so that the build key (which has the path) follows them
@@ -172,8 +176,8 @@ def build_testbench(backend: str, cfg: Config, *, mem_size: int | None = None,
 
     ``coverage`` (Verilator): with line and toggle coverage of the design.
     """
-    from .. import hdlgen
-    from ..sim import build as simbuild
+    from ..hdltools import build as simbuild
+    from ..hdltools import hdlgen
 
     if backend not in SIMULATORS:
         raise ValueError(f"backend must be one of {', '.join(SIMULATORS)}, not {backend!r}")
@@ -204,7 +208,7 @@ def build_testbench(backend: str, cfg: Config, *, mem_size: int | None = None,
 class RTLTransport(Transport):
     """Transport to a persistent simulator process running ``sim/vta_harness.py``.
 
-    A subclass simulating another testbench (the AWS wrappers: :mod:`vta.driver.aws_sim`)
+    A subclass simulating another testbench (the AWS wrappers: :mod:`vta.backends.aws_sim`)
     overrides :attr:`harness_module`, :meth:`harness_dirs`, :meth:`build_testbench`
     and :meth:`harness_plusargs`; ``simulator`` then names the simulator and ``backend``
     the backend.
@@ -220,7 +224,7 @@ class RTLTransport(Transport):
                  timeout: float = DEFAULT_TIMEOUT, mem_size: int | None = None,
                  simulator: str | None = None, reorder: bool = False, outstanding: int = 8,
                  bus_error: tuple[int, int] | None = None, coverage: bool = False):
-        from ..sim import build as simbuild
+        from ..hdltools import build as simbuild
 
         simulator = backend if simulator is None else simulator
         if simulator not in SIMULATORS:
@@ -280,11 +284,9 @@ class RTLTransport(Transport):
             plusargs += [f"+DRAM_ERR_ADDR={int(bus_error[0])}",
                          f"+DRAM_ERR_BYTES={int(bus_error[1])}"]
         parent, child = socket.socketpair()
-        import vta
-
         argv, env = simbuild.launch_command(
             self.build, self.harness_module, plusargs=plusargs,
-            python_path=[*self.harness_dirs(), Path(vta.__file__).resolve().parents[1]],
+            python_path=[*self.harness_dirs(), _PACKAGE_ROOT],
             results_file=self.workdir / "results.xml", waves_file=self.waves_file,
             extra_env={"VTA_HARNESS_FD": str(child.fileno()),
                        "VTA_BUS_BYTES": str(cfg.BUS_BYTES),
@@ -321,7 +323,7 @@ class RTLTransport(Transport):
 
     def harness_dirs(self) -> list[Path]:
         """Folders the harness module and what it imports live in."""
-        from ..sim.build import sim_dir
+        from ..hdltools.build import sim_dir
 
         return [sim_dir()]
 
@@ -369,7 +371,7 @@ class RTLTransport(Transport):
     def _save_log(self) -> Path:
         """A copy of the simulator log that outlives the session folder (logs folder of the
         build cache, the newest :data:`KEEP_LOGS` kept); the log itself if it cannot be made."""
-        from ..sim.build import cache_root
+        from ..hdltools.build import cache_root
 
         folder = cache_root() / "logs"
         try:

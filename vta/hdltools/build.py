@@ -55,7 +55,7 @@ def _asset_dir(packaged_name: str, repo_name: str) -> Path:
     """An asset folder: inside the installed package (wheel), else the source tree.
 
     The wheel maps the repository's ``hdl/`` to ``vta/hdl`` and ``sim/`` to
-    ``vta/sim_assets`` (``vta/sim`` is this Python package).
+    ``vta/sim_assets``.
     """
     packaged = Path(str(resources.files("vta"))) / packaged_name
     if packaged.is_dir():

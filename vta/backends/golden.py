@@ -1,6 +1,6 @@
 """The golden backend: a register-file model in front of the NumPy golden model.
 
-:class:`GoldenTransport` answers the register map of :mod:`vta.driver.regs`
+:class:`GoldenTransport` answers the register map of :mod:`vta.regs`
 exactly as the hardware does -- identification, STATUS, ERR_INDEX, TOKENS,
 FETCH_INDEX and every counter -- and runs :class:`vta.golden.GoldenModel`
 when CTRL.START is written: inside :meth:`~GoldenTransport.wait_idle`, which
@@ -25,12 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import regs
 from ..config import Config
+from ..driver.host import NO_INDEX
+from ..driver.transport import Transport
 from ..errors import DeadlockError, DeviceError, DeviceTimeoutError, ErrorCode, ExecutionError
-from ..golden import ENGINES, QUEUES, Counters, GoldenModel, RunTimeoutError, TraceEvent
-from . import regs
-from .host import NO_INDEX
-from .transport import Transport
+from ..golden import Counters, GoldenModel, RunTimeoutError, TraceEvent
+from ..isa import ENGINES, QUEUES
 
 #: Options of :func:`vta.open_device` this backend takes (the others are ignored here).
 OPTIONS = frozenset({"mem_size", "trace", "bus_error"})

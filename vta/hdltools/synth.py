@@ -38,9 +38,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import Config
+from ..errors import VTAError
 from . import hdlgen
-from .config import Config
-from .errors import VTAError
 
 #: Levels an unregistered DSP48E2 stage counts for (a multiply-add, about 3 LUT levels).
 DSP_LEVELS = 3.0

@@ -1,6 +1,6 @@
 """The ``f1-sim`` and ``f2-sim`` backends: the AWS transport against the simulated wrapper.
 
-:class:`vta.driver.aws.AwsTransport` -- the code the ``f1`` / ``f2`` backends run on
+:class:`vta.backends.aws.AwsTransport` -- the code the ``f1`` / ``f2`` backends run on
 an instance -- is given a :class:`SimPlatform` instead of the host's sysfs: its BARs
 and XDMA queues are stand-ins driven by a persistent simulation of
 ``hdl/aws/vta_aws_f1`` or ``vta_aws_f2`` inside ``sim/aws/vta_aws_tb.v``, whose
@@ -35,10 +35,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .. import regs
 from ..aws import regs as clregs
 from ..config import Config
 from ..errors import DeviceError
-from . import regs
 from .aws import AwsTransport, PciFunction
 from .rtl import OPTIONS as RTL_OPTIONS
 from .rtl import SIMULATORS, RTLTransport
@@ -61,7 +61,7 @@ class PcisRuleError(DeviceError):
 
 def aws_sources() -> list[Path]:
     """The wrapper's Verilog files (``hdl/aws/*.v``)."""
-    from ..sim.build import hdl_dir
+    from ..hdltools.build import hdl_dir
 
     return sorted((hdl_dir() / "aws").glob("*.v"))
 
@@ -78,7 +78,7 @@ def write_aws_header(directory: Path | str) -> Path:
 class AwsSimShell(RTLTransport):
     """The simulator process: ``vta_aws_tb`` with the shell models, and its requests.
 
-    Register and run requests are those of :class:`~vta.driver.rtl.RTLTransport`
+    Register and run requests are those of :class:`~vta.backends.rtl.RTLTransport`
     (``mem_write`` / ``mem_read`` reach card memory through the DRAM model's
     backdoor); :meth:`pcis_write` / :meth:`pcis_read` go through the shell's PCIS
     port.
@@ -97,8 +97,8 @@ class AwsSimShell(RTLTransport):
 
     # ------------------------------------------------------------ testbench hooks
     def build_testbench(self, waves: bool):
-        from .. import hdlgen
-        from ..sim import build as simbuild
+        from ..hdltools import build as simbuild
+        from ..hdltools import hdlgen
         from .rtl import _tb_sources
 
         if self.mem_size < 1 << 16 or self.mem_size & (self.mem_size - 1):
@@ -125,7 +125,7 @@ class AwsSimShell(RTLTransport):
                               main_init="vta_fast_top = top.get();", fast=True)
 
     def harness_dirs(self) -> list[Path]:
-        from ..sim.build import sim_dir
+        from ..hdltools.build import sim_dir
 
         return [sim_dir(), sim_dir() / "aws"]
 
@@ -267,7 +267,7 @@ class SimXdmaQueue:
 
 
 class SimPlatform:
-    """What :class:`~vta.driver.aws.AwsTransport` opens, served by an :class:`AwsSimShell`.
+    """What :class:`~vta.backends.aws.AwsTransport` opens, served by an :class:`AwsSimShell`.
 
     Parameters
     ----------

@@ -9,7 +9,7 @@ order within an engine, and the k-th push onto a queue before the k-th pop
 from it.  Two instructions of different engines neither of which happens
 before the other may run in either order on some device timing.
 
-:mod:`vta.lint` (deadlocks, token overflow, races in a program file) and
+:mod:`vta.progfile.lint` (deadlocks, token overflow, races in a program file) and
 :mod:`vta.regress.races` (races in a generated case) both use it.
 """
 
@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .config import TOKEN_QUEUE_DEPTH
-from .golden import ENGINES, POP_QUEUE, PUSH_QUEUE
-from .isa import DEFINED_OPCODES, Insn
+from ..config import TOKEN_QUEUE_DEPTH
+from ..isa import DEFINED_OPCODES, ENGINES, POP_QUEUE, PUSH_QUEUE, Insn
 
 _ENGINE_INDEX = {e: k for k, e in enumerate(ENGINES)}
 
@@ -61,7 +60,7 @@ class TokenPlay:
     overflow : dict[str, tuple[int, str]]
         Queue -> (instruction, flag) of the first push beyond ``TOKEN_QUEUE_DEPTH`` tokens.
     clocks : dict[int, tuple[int, ...]]
-        Vector clock (one count per engine of :data:`vta.golden.ENGINES`) of each
+        Vector clock (one count per engine of :data:`vta.isa.ENGINES`) of each
         instruction that ran: how many instructions of each engine happen before it,
         itself included.
     """
@@ -93,7 +92,7 @@ class TokenPlay:
 def play(insns: list[Insn], engines: list[str]) -> TokenPlay:
     """Play the token protocol of ``insns`` (``engines``: each one's engine).
 
-    Engines take turns in the order of :data:`vta.golden.ENGINES`; each runs
+    Engines take turns in the order of :data:`vta.isa.ENGINES`; each runs
     its next instruction when every queue it pops holds a token.  Instructions
     with an undefined opcode are left out (the device faults at them).
     """

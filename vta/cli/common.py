@@ -30,8 +30,8 @@ from typing import Any
 
 import click
 
-from .config import PRESETS, Config
-from .errors import DeadlockError, DeviceError, DeviceTimeoutError, ExecutionError, VTAError
+from ..config import PRESETS, Config
+from ..errors import DeadlockError, DeviceError, DeviceTimeoutError, ExecutionError, VTAError
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -43,7 +43,7 @@ def available_backends() -> tuple[str, ...]:
     """The device backends whose plug-in module this installation has."""
     import importlib.util
 
-    from .device import BACKENDS as ALL
+    from ..device import BACKENDS as ALL
 
     return tuple(name for name, module in ALL.items() if importlib.util.find_spec(module))
 
@@ -184,7 +184,7 @@ def device_options(backend: str, *, watchdog=None, timeout=None, latency=None, s
     (a bad one is a usage error naming the flag), and a flag without a meaning on
     ``backend`` (``--watchdog`` on golden) is ignored, with a note on stderr.
     """
-    from .device import check_option, option_applies
+    from ..device import check_option, option_applies
 
     given = {"watchdog": watchdog, "run_timeout": timeout, "latency": latency, "stall": stall,
              "seed": sim_seed, "mem_size": mem_size, "trace": trace, "waves": waves}
@@ -223,7 +223,7 @@ def setup_logging(verbose: int = 0) -> None:
 
 def open_device_cli(backend: str, cfg: Config, options: dict[str, Any]):
     """Open a device for a command, turning a missing simulator into one line with a hint."""
-    from .device import open_device
+    from ..device import open_device
 
     try:
         return open_device(backend, cfg, **options)
@@ -248,13 +248,13 @@ PIPE_PROGRESS_EVERY = 15.0
 def working(message: str, quiet: bool = False) -> Iterator[None]:
     """A spinner saying ``message`` on stderr while the block runs, on a terminal (nothing
     in ``--json`` mode: ``quiet``).  A simulated run in the block shows its progress there:
-    cycles, speed, instructions retired (:func:`vta.driver.rtl.run_progress`).  In a pipe or
+    cycles, speed, instructions retired (:func:`vta.backends.rtl.run_progress`).  In a pipe or
     a CI log a line says the same every :data:`PIPE_PROGRESS_EVERY` seconds of a run; with
     ``-v`` the library's log does, every few seconds, terminal or not.
     """
     from rich.console import Console
 
-    from .driver import rtl
+    from ..backends import rtl
 
     console = Console(stderr=True, quiet=quiet)
     if quiet or not console.is_terminal:
@@ -278,3 +278,19 @@ def working(message: str, quiet: bool = False) -> Iterator[None]:
 
         with rtl.run_progress(show):
             yield
+
+
+def stats_rows(stats, cfg: Config) -> list[tuple[str, str]]:
+    """Table rows for a run's counters (shared by demo and run)."""
+    rows = [("instructions", f"{stats.insn_count} in {stats.runs} run(s)"),
+            ("GEMM micro-ops", f"{stats.gemm_uops:,} "
+             f"({stats.gemm_uops * cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT:,} MACs)"),
+            ("ALU micro-ops", f"{stats.alu_uops:,}")]
+    loaded = {name: stats.counters[f"{name}_load_bytes"] for name in ("uop", "inp", "wgt", "acc")}
+    rows.append(("bytes loaded", ", ".join(f"{k.upper()} {v:,}" for k, v in loaded.items())))
+    rows.append(("bytes stored", f"{stats.out_store_bytes:,}"))
+    rows.append(("tokens pushed", ", ".join(f"{q} {stats.counters[f'{q}_tokens']}"
+                                            for q in ("l2g", "g2l", "g2s", "s2g"))))
+    rows.append(("cycles", "n/a (functional model)" if stats.cycles is None
+                 else f"{stats.cycles:,}"))
+    return rows

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ..cli_common import Differ, echo_json, friendly, load_config
+from .common import Differ, echo_json, friendly, load_config
 
 
 @click.group("aws")
@@ -52,7 +52,7 @@ def build(shell: str, hdk: Path, config: str, cl_name: str, clock_recipe: str, f
     build/checkpoints/*.Developer_CL.tar in the custom-logic folder: the input of
     `vta aws create-afi`.
     """
-    from .hdk import execute, plan_build
+    from ..aws.hdk import execute, plan_build
 
     cfg = load_config(config)
     plan = plan_build(shell, hdk, cfg, cl_name=cl_name, clock_recipe=clock_recipe,
@@ -89,7 +89,7 @@ def create_afi_cmd(tarball: str, bucket: str, key: str | None, name: str, descri
     TARBALL is a local file (uploaded to --bucket), or the key of a tarball already
     in --bucket.
     """
-    from .afi import CreateRequest, create_afi
+    from ..aws.afi import CreateRequest, create_afi
 
     local = Path(tarball)
     upload = local if local.is_file() else None
@@ -119,7 +119,7 @@ def create_afi_cmd(tarball: str, bucket: str, key: str | None, name: str, descri
 @friendly
 def wait(afi: str, region: str | None, interval: float, timeout: float, dry_run: bool) -> None:
     """Wait until AFI (afi-...) is available; exit status 1 if it failed."""
-    from .afi import wait_afi
+    from ..aws.afi import wait_afi
 
     if not afi.startswith("afi-"):
         raise click.BadParameter(f"must be an AFI ID (afi-...), not {afi!r}", param_hint="AFI")
@@ -145,7 +145,7 @@ def wait(afi: str, region: str | None, interval: float, timeout: float, dry_run:
 @friendly
 def load(agfi: str, slot: int, force: bool, dry_run: bool) -> None:
     """Clear the slot, load AGFI (agfi-...) into it and show its status."""
-    from .afi import load_commands, run_commands
+    from ..aws.afi import load_commands, run_commands
 
     commands = load_commands(agfi, slot, force)
     if dry_run:

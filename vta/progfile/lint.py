@@ -40,11 +40,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import TOKEN_QUEUE_DEPTH
+from ..isa import (
+    DEFINED_OPCODES,
+    FORBIDDEN_FLAGS,
+    POP_QUEUE,
+    PUSH_QUEUE,
+    AluOp,
+    Insn,
+    MemId,
+    Opcode,
+    disassemble,
+    dispatch_engine,
+)
 from . import tokenorder
-from .config import TOKEN_QUEUE_DEPTH
-from .golden import FORBIDDEN_FLAGS, POP_QUEUE, PUSH_QUEUE, dispatch_engine
-from .isa import DEFINED_OPCODES, AluOp, Insn, MemId, Opcode, disassemble
-from .progfile import Program, accesses, compute_uops
+from .analysis import accesses, compute_uops
+from .program import Program
 from .tokenorder import TokenPlay
 
 _MEM_IDS = frozenset(int(m) for m in MemId)
@@ -151,7 +162,7 @@ def _fields(insns: list[Insn], engines: list[str]) -> list[Finding]:
 
 # ------------------------------------------------------------------ tokens
 def _tokens(insns: list[Insn], engines: list[str], out: list[Finding]) -> TokenPlay:
-    """Play the token protocol (:func:`vta.tokenorder.play`); its faults become findings."""
+    """Play the token protocol (:func:`.tokenorder.play`); its faults become findings."""
     played = tokenorder.play(insns, engines)
     for q, (index, flag) in played.overflow.items():
         out.append(Finding("error", "token-overflow", index, engines[index], flag,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .cli_common import (
+from .common import (
     Differ,
     backend_option,
     device_options,
@@ -17,6 +17,7 @@ from .cli_common import (
     json_option,
     open_device_cli,
     sim_options,
+    stats_rows,
     working,
 )
 
@@ -26,7 +27,7 @@ program_argument = click.argument("program", metavar="PROG",
 
 def load_program(path: Path):
     """The program file ``path`` (errors become one line)."""
-    from . import progfile
+    from .. import progfile
 
     return progfile.load(path)
 
@@ -38,7 +39,7 @@ def _options_for(prog, backend: str, sim: dict, **extra) -> dict:
     if "mem_size" not in options and prog.mem_size is not None:
         options["mem_size"] = prog.mem_size
     if "mem_size" not in options and backend != "golden":
-        from .driver import rtl
+        from ..backends import rtl
 
         simulator = "verilator" if backend.endswith("-sim") else backend
         if prog.end > rtl.DEFAULT_MEM_SIZE[simulator]:  # the smallest power of two that fits
@@ -88,8 +89,7 @@ def run(program: Path, backend: str, out_dir: Path | None, trace_file: Path | No
     from rich.console import Console
     from rich.table import Table
 
-    from . import progfile
-    from .cli import _stats_rows
+    from .. import progfile
 
     prog = load_program(program)
     options = _options_for(prog, backend, sim, trace=trace_file, waves=waves_file)
@@ -127,7 +127,7 @@ def run(program: Path, backend: str, out_dir: Path | None, trace_file: Path | No
                       f"[cyan]{prog.cfg.name}[/] ({prog.cfg.bitstream}), backend "
                       f"[cyan]{backend}[/]")
         table = Table(show_header=False)
-        for key, value in _stats_rows(stats, prog.cfg):
+        for key, value in stats_rows(stats, prog.cfg):
             table.add_row(key, value)
         table.add_row("time", f"open {opened - start:.2f} s, run {done - opened:.3f} s")
         console.print(table)
@@ -184,7 +184,7 @@ def _trace_outputs(fn):
 
 def _show_steps(records, title: str, engines, index_range, perfetto, png, as_json,
                 extra: dict | None = None) -> list:
-    from . import trace as vtrace
+    from .. import trace as vtrace
 
     steps = vtrace.analyse(records)
     first, last = index_range or (None, None)
@@ -272,8 +272,8 @@ def trace_run(program: Path, backend: str, out_file: Path | None, engines, index
     Example:
       vta trace prog.vtaprog -b icarus --png prog.png
     """
-    from . import progfile
-    from .errors import VTAError
+    from .. import progfile
+    from ..errors import VTAError
 
     prog = load_program(program)
     options = _options_for(prog, backend, sim, trace=True)
@@ -287,7 +287,7 @@ def trace_run(program: Path, backend: str, out_file: Path | None, engines, index
             failure = exc  # show what ran before the failure, then report it
         records = dev.last_trace or []
     if out_file is not None:
-        from . import trace as vtrace
+        from .. import trace as vtrace
 
         out_file.write_text(vtrace.format_trace(records))
     title = f"{program.name} on {backend} ({prog.cfg.name}): {len(records)} of " \
@@ -311,7 +311,7 @@ def trace_show(files, engines, index_range, perfetto, png, as_json: bool) -> Non
     Example:
       vta trace show prog.trace --engine load --range :20
     """
-    from . import trace as vtrace
+    from .. import trace as vtrace
 
     if len(files) > 1 and (perfetto or png):
         raise click.UsageError("--perfetto and --png take one trace file")
@@ -342,7 +342,7 @@ def trace_diff(first: Path, second: Path, limit: int) -> None:
     Example:
       vta trace diff golden.trace verilator.trace
     """
-    from . import trace as vtrace
+    from .. import trace as vtrace
 
     try:
         a, b = vtrace.read_trace(first), vtrace.read_trace(second)
@@ -394,7 +394,7 @@ def diff(program: Path, backend: str, reference: str, as_json: bool, **sim) -> N
     Example:
       vta diff prog.vtaprog -b icarus
     """
-    from . import diverge
+    from ..progfile import diverge
 
     if backend == reference == "golden":
         raise click.UsageError("the golden model against itself compares nothing; give "
@@ -455,7 +455,7 @@ def lint_cmd(program: Path, mem_size: int | None, errors_only: bool, as_json: bo
     Example:
       vta lint prog.vtaprog
     """
-    from . import lint as vlint
+    from ..progfile import lint as vlint
 
     prog = load_program(program)
     findings = vlint.lint(prog, mem_size=mem_size)
@@ -505,8 +505,8 @@ def waves(program: Path, backend: str, output: Path, cycle_range, insn_range, **
     """
     import tempfile
 
-    from . import progfile
-    from . import waves as vwaves
+    from .. import progfile
+    from ..hdltools import waves as vwaves
 
     if cycle_range and insn_range:
         raise click.UsageError("give --cycles or --insns, not both")

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import Config
-from .isa import (
+from ..config import Config
+from ..isa import (
     AluInsn,
     AluOp,
     GemmInsn,

@@ -25,18 +25,16 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
-from . import isa
-from .driver import regs
-from .errors import DeadlockError, ExecutionError, VTAError
-from .isa import INSN_BYTES, GemmInsn, Opcode
-from .progfile import Program, compute_uops, place
-
-if TYPE_CHECKING:
-    from .device import Device
+from .. import isa, regs
+from ..errors import DeadlockError, ExecutionError, VTAError
+from ..isa import INSN_BYTES, GemmInsn, Opcode
+from .analysis import compute_uops
+from .program import Program
+from .replay import place
 
 _QUEUES = ("l2g", "g2l", "g2s", "s2g")
 
@@ -51,7 +49,7 @@ class Outcome:
     counters: dict[str, int]  # the non-timing counters
 
 
-def observe(prog: Program, device: Device, count: int | None = None) -> Outcome:
+def observe(prog: Program, device: Any, count: int | None = None) -> Outcome:
     """Run ``prog`` (or its first ``count`` instructions and a FINISH) and read the outcome."""
     run = prog if count is None else prefix(prog, count)
     buffers = place(run, device)
@@ -158,7 +156,7 @@ def _first_difference(a: Outcome, b: Outcome) -> tuple[str, str] | None:
     return None
 
 
-def first_divergence(prog: Program, reference: Device, device: Device) -> Divergence | None:
+def first_divergence(prog: Program, reference: Any, device: Any) -> Divergence | None:
     """The first divergence of ``device`` from ``reference`` on ``prog`` (``None``: none).
 
     Both devices must be freshly opened (the program keeps its addresses).
