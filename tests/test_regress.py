@@ -628,7 +628,7 @@ def test_timing_is_drawn_from_the_seed():
 
 
 def _verilator_or_skip():
-    from vta.sim.build import SimulatorError, simulator_version
+    from vta.hdltools.build import SimulatorError, simulator_version
 
     try:
         simulator_version("verilator")

@@ -41,6 +41,13 @@ class TriageError(VTAError):
     """A known-failures or previous results file that cannot be read."""
 
 
+def _name(enum, value: int, fallback: str) -> str:
+    try:
+        return enum(value).name
+    except ValueError:
+        return f"{fallback}{value}"
+
+
 def describe(insn) -> str:
     """A short name of an instruction's operation: ``LOAD.INP``, ``GEMM.reset``,
     ``ALU.MAX.imm``, ``NOP``, ``FINISH``..."""
@@ -48,18 +55,11 @@ def describe(insn) -> str:
     if op in (Opcode.LOAD, Opcode.STORE):
         if is_noop(insn):
             return "NOP"
-        try:
-            mem = MemId(insn.memory_type).name
-        except ValueError:
-            mem = f"type{insn.memory_type}"
-        return f"{Opcode(op).name}.{mem}"
+        return f"{Opcode(op).name}.{_name(MemId, insn.memory_type, 'type')}"
     if op == Opcode.GEMM:
         return "GEMM.reset" if insn.reset_reg else "GEMM"
     if op == Opcode.ALU:
-        try:
-            alu = AluOp(insn.alu_opcode).name
-        except ValueError:
-            alu = f"op{insn.alu_opcode}"
+        alu = _name(AluOp, insn.alu_opcode, "op")
         return f"ALU.{alu}.{'imm' if insn.use_imm else 'tensor'}"
     if op == Opcode.FINISH:
         return "FINISH"
