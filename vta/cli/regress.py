@@ -82,16 +82,17 @@ Examples:
               help="an earlier run's results.jsonl for the HTML report's trend (repeatable, "
               "oldest first)")
 @click.option("--report", "report_of", type=click.Path(dir_okay=False, exists=True,
-              path_type=Path), default=None, metavar="FILE",
+              path_type=Path), multiple=True, metavar="FILE",
               help="run nothing: summarise the results.jsonl FILE (coverage, failures by "
-              "signature, RTL coverage) and write its junit.xml and report.html beside it")
+              "signature, RTL coverage) and write its junit.xml and report.html beside it; "
+              "repeated: the runs merged, reports and rtl-coverage.json written to OUT")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind: str | None,
                 workers: int | None, cluster: str | None, ship: bool, out: Path,
                 resume: Path | None, shrink: int, shrink_budget: float, stall: float | None,
                 latency: int | None, timing: str | None, rtl_coverage: bool, directed: bool,
                 max_time: float | None, max_failures: int | None, known_file: Path | None,
-                previous: Path | None, history: tuple[Path, ...], report_of: Path | None,
+                previous: Path | None, history: tuple[Path, ...], report_of: tuple[Path, ...],
                 as_json: bool) -> None:
     """Run random programs on a device and on the golden model, and compare.
 
@@ -110,8 +111,8 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
     try:
         triage = {"known": read_known(known_file) if known_file else None,
                   "previous": previous_signatures(previous) if previous else None}
-        if report_of is not None:
-            summary = _report(report_of, history, triage)
+        if report_of:
+            summary = _report(report_of, out, history, triage)
         elif resume is not None:
             plan = None
             out = resume.parent
@@ -141,7 +142,7 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
             for cfg in configs:
                 if cfg.name.startswith("rand"):
                     (out / f"{cfg.name}.json").write_text(json.dumps(cfg.to_dict(), indent=1))
-        if report_of is None:
+        if not report_of:
             summary = _run(plan, out, workers, cluster, resume is not None, shrink,
                            shrink_budget, ship, max_time, max_failures,
                            {**triage, "history": history}, quiet=as_json)
@@ -155,15 +156,23 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
         sys.exit(EXIT_DIFFER)
 
 
-def _report(path: Path, history: tuple[Path, ...], triage: dict):
-    """The summary of a finished results file, its reports written beside it."""
+def _report(paths: tuple[Path, ...], out: Path, history: tuple[Path, ...], triage: dict):
+    """The summary of finished results files, its reports written beside the one file, or
+    (several, merged) into ``out``."""
+    from rich.console import Console
+
     from ..regress.reports import write_reports
+    from ..regress.rtlcov import FILE as RTL_COVERAGE
     from ..regress.run import summary_of
 
-    summary, records = summary_of(path, **triage)
-    written = write_reports(summary, records, path.parent,
+    summary, records = summary_of(list(paths), **triage)
+    if len(paths) > 1:
+        out.mkdir(parents=True, exist_ok=True)
+        summary.out = out
+        if summary.rtl is not None:
+            summary.rtl.save(out / RTL_COVERAGE)
+    written = write_reports(summary, records, summary.out,
                             [(p.parent.name, summary_of(p)[0]) for p in history])
-    from rich.console import Console
 
     Console(stderr=True).print("reports: " + ", ".join(map(str, written)), highlight=False)
     return summary

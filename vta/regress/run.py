@@ -543,27 +543,47 @@ def _label(path: Path) -> str:
     return path.parent.name or str(path)
 
 
-def summary_of(path: Path, *, known: dict[str, str] | None = None,
+def summary_of(path: Path | Sequence[Path], *, known: dict[str, str] | None = None,
                previous: set[str] | None = None) -> tuple[Summary, list[dict[str, Any]]]:
-    """The summary of a results file (without running anything) and its result records:
-    counts, coverage, failures by signature, and from its folder the RTL coverage
-    (``rtl-coverage.json``), the shrunk programs and the timings (``summary.json``)."""
-    plan, records = read_results(path)
-    records = [r for r in records if r.get("type") == "result"]
-    summary = Summary(plan, coverage=Coverage(plan.backend), out=path.parent, known=known,
-                      previous=previous, cross=Cross(plan.config_names, plan.timing == "random"))
+    """The summary of a results file, or of several merged (without running anything),
+    and the result records: counts, coverage (functional, per configuration, cross), failures
+    by signature, and from the files' folders the RTL coverage (``rtl-coverage.json``,
+    added up), the shrunk programs and the worker count (``summary.json``).  Merged files
+    must be of one backend; the first one's plan heads the summary, with the configurations
+    of all of them."""
+    paths = [path] if isinstance(path, Path) else list(path)
+    plans, records = [], []
+    for p in paths:
+        plan, recs = read_results(p)
+        if plans and plan.backend != plans[0].backend:
+            raise RegressError(f"{p} is a {plan.backend} run, {paths[0]} a "
+                               f"{plans[0].backend} one: only runs of one backend merge")
+        plans.append(plan)
+        records += [r for r in recs if r.get("type") == "result"]
+    plan = plans[0]
+    for other in plans[1:]:
+        plan.configs += [c for c in other.configs if c["name"] not in plan.config_names]
+    random_timing = any(p.timing == "random" for p in plans)
+    summary = Summary(plan, coverage=Coverage(plan.backend), out=paths[0].parent, known=known,
+                      previous=previous, cross=Cross(plan.config_names, random_timing))
     for record in records:
         summary.add(record, new=True)
-    old = path.parent / SUMMARY
-    if old.exists():
-        with contextlib.suppress(ValueError, KeyError):
-            data = json.loads(old.read_text())
-            summary.shrunk = data.get("shrunk", [])
-            summary.workers = data.get("workers", 0)
+    for p in paths:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            data = json.loads((p.parent / SUMMARY).read_text())
+            summary.shrunk += data.get("shrunk", [])
+            summary.workers = max(summary.workers, data.get("workers", 0))
+        if (p.parent / RTL_COVERAGE).exists():
+            rtl = RtlCoverage.load(p.parent / RTL_COVERAGE)
+            if summary.rtl is None:
+                summary.rtl = rtl
+            else:
+                try:
+                    summary.rtl.merge(rtl)
+                except ValueError as exc:
+                    raise RegressError(f"{p.parent / RTL_COVERAGE}: {exc}") from None
     times = [r["at"] for r in records if "at" in r]
     summary.seconds = max(times) - min(times) if len(times) > 1 else 0.0
-    if (path.parent / RTL_COVERAGE).exists():
-        summary.rtl = RtlCoverage.load(path.parent / RTL_COVERAGE)
     return summary, records
 
 

@@ -207,6 +207,10 @@ class _Shrinker:
                 trial.insns[index] = trial.insns[index].replace(**changes)
                 if self.test(trial):
                     case = trial
+            for loop in ("iter_in", "iter_out"):
+                trial = _last_iteration(case, index, loop)
+                if self.test(trial):
+                    case = trial
         return case
 
     def data(self, case: Case) -> Case:
@@ -357,6 +361,42 @@ def _range_candidates(insn) -> Iterable[dict[str, int]]:
             for k in dict.fromkeys((x // 2, x - 1, 1)):
                 yield {"x_size": x - k, "x_stride": x - k, "sram_base": insn.sram_base + k,
                        "dram_base": insn.dram_base + k}
+
+
+def _kernel_slot(case: Case, index: int, pos: int) -> tuple[int, int] | None:
+    """(UOP LOAD, position in its kernel) of the micro-op at buffer entry ``pos`` that the
+    GEMM/ALU ``index`` uses: the last plain one-row micro-op LOAD before it covering it."""
+    for i in range(index - 1, -1, -1):
+        load, kernel = case.insns[i], case.kernels[i]
+        if kernel is None or load.opcode != Opcode.LOAD or load.memory_type != MemId.UOP:
+            continue
+        first = load.sram_base + load.y_pad_0 * (load.x_pad_0 + load.x_size + load.x_pad_1) \
+            + load.x_pad_0
+        if load.y_size == 1 and load.x_size == len(kernel) and first <= pos < first + len(kernel):
+            return i, pos - first
+    return None
+
+
+def _last_iteration(case: Case, index: int, loop: str) -> Case | None:
+    """A GEMM/ALU nest cut to the last iteration of ``loop`` (``iter_in``/``iter_out``): one
+    iteration, its micro-ops moved by the loop's factors times the iterations dropped."""
+    insn = case.insns[index]
+    if insn.opcode not in (Opcode.GEMM, Opcode.ALU) or getattr(insn, loop) < 2:
+        return None
+    side = loop.removeprefix("iter_")
+    steps = getattr(insn, loop) - 1
+    shift = {f"{what}_idx": steps * getattr(insn, f"{what}_factor_{side}", 0)
+             for what in ("dst", "src", "wgt")}
+    out = case.copy()
+    for pos in range(insn.uop_bgn, insn.uop_end):
+        slot = _kernel_slot(case, index, pos)
+        if slot is None:
+            return None
+        i, j = slot
+        uop = out.kernels[i][j]
+        out.kernels[i][j] = type(uop)(**{k: getattr(uop, k) + v for k, v in shift.items()})
+    out.insns[index] = insn.replace(**{loop: 1})
+    return out
 
 
 def _store_targets(case: Case, index: int) -> list[dict[str, int]]:
