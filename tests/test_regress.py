@@ -837,3 +837,19 @@ def test_verilator_rtl_coverage_and_timing_per_program(tmp_path):
         summary["rtl_coverage"]["totals"]["toggle"]
     assert 0.5 * line[1] < line[0] < line[1] and 0.3 * toggle[1] < toggle[0] < toggle[1]
     assert "vta_top" in res.output and "uncovered lines" in res.output
+    # a second run, then both merged: every point's count is the sum of the two runs'
+    more = tmp_path / "more"
+    res = CliRunner().invoke(main, ["regress", "-n", "3", "--seed", "50", "--configs", "tiny",
+                                    "-w", "1", "-o", str(more), "--rtl-coverage"])
+    assert res.exit_code == 0, res.output
+    merged = tmp_path / "merged"
+    res = CliRunner().invoke(main, ["regress", "--report", str(out / "results.jsonl"),
+                                    "--report", str(more / "results.jsonl"), "-o", str(merged)])
+    assert res.exit_code == 0, res.output
+    from vta.regress.rtlcov import RtlCoverage
+
+    a, b = (RtlCoverage.load(d / "rtl-coverage.json").counts for d in (out, more))
+    total = RtlCoverage.load(merged / "rtl-coverage.json").counts
+    assert set(total) == set(a) | set(b)
+    assert all(total[k] == a.get(k, 0) + b.get(k, 0) for k in total)
+    assert (merged / "junit.xml").read_text().count("<testcase ") == 15

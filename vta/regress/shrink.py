@@ -54,13 +54,15 @@ class _BudgetSpentError(Exception):
 
 
 def same_failure(session, mismatch, fine: str | None = None) -> Callable[[Case], bool]:
-    """A predicate: does a candidate fail on ``session`` with ``mismatch``'s signature
-    (and, given ``fine``, with that :func:`vta.regress.triage.signature`)?"""
+    """A predicate: does a candidate, run from zeroed scratchpads, fail on ``session`` with
+    ``mismatch``'s signature (and, given ``fine``, with that
+    :func:`vta.regress.triage.signature`)?"""
     from .triage import signature
 
     target = mismatch.signature
 
     def fails(case: Case) -> bool:
+        session.scrub()  # from zeroed scratchpads, whatever the last candidate left
         ref, dut, found = session.check(case)
         if found is None or found.signature != target:
             return False
@@ -99,6 +101,7 @@ def shrink(case: Case, fails: Callable[[Case], bool], *, budget: float = 120.0,
     return ShrinkResult(best, stats)
 
 
+_PADS = ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
 #: Fields that place a range rather than size it: moving one is not shrinking.
 _PLACES = frozenset({"sram_base", "dram_base", "uop_bgn", "uop_end"})
 
@@ -331,8 +334,14 @@ def _field_candidates(insn) -> Iterable[dict[str, int]]:
                   "wgt_factor_out", "wgt_factor_in", "imm", "use_imm", "reset_reg"):
             if getattr(insn, f, 0):
                 yield {f: 0}
+    elif op == Opcode.LOAD and insn.memory_type == MemId.UOP and insn.y_size == 1 and any(
+            getattr(insn, f) for f in _PADS):
+        # the pads off a micro-op LOAD, its micro-ops staying at the same entries
+        first = insn.sram_base + insn.y_pad_0 * (insn.x_pad_0 + insn.x_size + insn.x_pad_1) \
+            + insn.x_pad_0
+        yield {**dict.fromkeys(_PADS, 0), "sram_base": first}
     elif op in (Opcode.LOAD, Opcode.STORE) and insn.x_size and insn.memory_type != MemId.UOP:
-        for f in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
+        for f in _PADS:
             if getattr(insn, f):
                 yield {f: 0}
         yield from _range_candidates(insn)

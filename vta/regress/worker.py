@@ -130,10 +130,10 @@ def _write_coverage(session: Session) -> dict[str, int] | None:
         return read_dat(path)
 
 
-def _coverage_due(job: Job, session: Session, now: float | None = None) -> dict | None:
+def _coverage_due(session: Session) -> dict | None:
     """This session's coverage increment when :data:`COVERAGE_EVERY` seconds have passed."""
     key = next((k for k, s in _SESSIONS.items() if s is session), None)
-    now = time.monotonic() if now is None else now
+    now = time.monotonic()
     if key is None or now - _COVERAGE_SENT.get(key, now) < COVERAGE_EVERY:
         return None
     _COVERAGE_SENT[key] = now
@@ -185,7 +185,6 @@ def run_job(job: Job) -> dict[str, Any]:
     kind = job.kind or kind_of_seed(job.seed)
     record: dict[str, Any] = {"type": "result", "config": job.key[0], "seed": job.seed,
                               "kind": kind, "worker": where(), "package": PACKAGE}
-
     if job.timing is not None:
         record["timing"] = job.timing
     used: list[Session] = []
@@ -204,7 +203,7 @@ def run_job(job: Job) -> dict[str, Any]:
     if setup:
         record["setup"] = round(setup, 3)  # simulator build and start-up, apart
     if used and result is not None:
-        counts = _coverage_due(job, used[-1])
+        counts = _coverage_due(used[-1])
         if counts:
             record["rtl_coverage"] = counts
     if result is None:
