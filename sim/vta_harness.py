@@ -134,6 +134,8 @@ def _coverage_writer():
 
 #: DRAM model settings the ``timing`` request may change between runs (vta_dram.v).
 TIMING_FIELDS = ("rlat", "wlat", "stall", "reorder", "outstanding")
+#: Cycles a ``timing`` request waits for the DRAM's requests in flight to finish.
+TIMING_WAIT = 1_000_000
 
 
 class Harness:
@@ -395,7 +397,7 @@ class Harness:
         elif op == "info":
             out.update(self.info())
         elif op == "timing":
-            self.set_timing(req)
+            await self.set_timing(req)
         elif op == "coverage":
             writer = _coverage_writer()
             out["written"] = bool(writer and writer(str(req["path"]).encode(),
@@ -404,13 +406,18 @@ class Harness:
             raise ValueError(f"unknown request {op!r}")
         return out, data
 
-    def set_timing(self, req: dict) -> None:
+    async def set_timing(self, req: dict) -> None:
         """Set the DRAM model's latency, stall probability, response order and outstanding
-        requests, and restart its stall generator from ``seed`` (between runs: the DRAM is
-        idle then)."""
+        requests, and restart its stall generator from ``seed``.  Requests still in flight
+        (a run that faulted leaves some) are answered first, under the old timing."""
         dram = self.dut.dram
-        if self.dut.dram_busy.value:
-            raise RuntimeError("the DRAM timing can only change while the DRAM is idle")
+        for _ in range(TIMING_WAIT):
+            if not self.dut.dram_busy.value:
+                break
+            await RisingEdge(self.clk)
+        else:
+            raise RuntimeError(f"the DRAM stayed busy for {TIMING_WAIT} cycles: its timing "
+                               "cannot change")
         for name in TIMING_FIELDS:
             if name in req:
                 getattr(dram, name).value = int(req[name])

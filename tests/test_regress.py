@@ -292,6 +292,7 @@ def test_a_crashing_simulator_is_reopened_and_the_program_retried(monkeypatch):
     job = worker.Job("golden", worker.config_dict(TINY), 3)
     record = worker.run_job(job)
     assert record["status"] == "pass" and record["attempts"] == 2 and len(opened) == 2
+    assert "code -9" in record["retried"]  # what the first attempt ran into
     monkeypatch.setattr(Flaky, "check", lambda self, case: (_ for _ in ()).throw(
         SimulatorCrashError("the simulator exited (code -9)")))
     record = worker.run_job(job)
@@ -657,6 +658,14 @@ def test_dram_timing_changes_between_programs_without_a_restart():
             cycles.append(dut.cycles)
         assert cycles[0] == cycles[2] and cycles[1] == cycles[3]
         assert cycles[1] > 1.3 * cycles[0]  # measured: 1,756 against 1,050
+        # a run that faults leaves DRAM requests in flight: the next timing waits for them
+        for kind in ("fault-BAD_OPCODE", "fault-DRAM_RANGE", "normal"):
+            apply_timing(session, slow)
+            ref, dut, mismatch = session.check(generate(TINY, 1, session.base, kind))
+            assert mismatch is None and ref.code == dut.code
+            apply_timing(session, fast)
+        _, dut, mismatch = session.check(case)
+        assert mismatch is None and dut.cycles == cycles[0]
     finally:
         session.close()
 

@@ -168,15 +168,16 @@ SIMULATOR_FAILURES = (DeviceError, SimulatorError, OSError)
 
 
 def _attempt(job: Job, work, retries: int = 1):
-    """``work(session)`` with one fresh-session retry after a simulator failure."""
+    """``work(session)`` with one fresh-session retry after a simulator failure; returns
+    (result or None, attempts, the failures' messages)."""
+    failures: list[str] = []
     for attempt in range(retries + 1):
         try:
-            return work(session_for(job)), attempt + 1, None
+            return work(session_for(job)), attempt + 1, failures
         except SIMULATOR_FAILURES as exc:
             drop_session(job)
-            if attempt == retries:
-                return None, attempt + 1, f"{type(exc).__name__}: {exc}"
-    raise AssertionError("unreachable")
+            failures.append(f"{type(exc).__name__}: {exc}"[:500])
+    return None, retries + 1, failures
 
 
 def run_job(job: Job) -> dict[str, Any]:
@@ -196,8 +197,10 @@ def run_job(job: Job) -> dict[str, Any]:
         return case, *session.check(case)
 
     _SETUP.seconds = 0.0
-    result, attempts, crash = _attempt(job, work)
+    result, attempts, failures = _attempt(job, work)
     record["attempts"] = attempts
+    if failures and result is not None:
+        record["retried"] = failures[0]  # what the first attempt ran into
     setup = getattr(_SETUP, "seconds", 0.0)
     record["seconds"] = round(time.perf_counter() - start - setup, 4)
     if setup:
@@ -207,7 +210,7 @@ def run_job(job: Job) -> dict[str, Any]:
         if counts:
             record["rtl_coverage"] = counts
     if result is None:
-        record.update(status="crash", message=crash)
+        record.update(status="crash", message=failures[-1])
         return record
     case, ref, dut, mismatch = result
     engines = [dispatch_engine(i) for i in case.insns]
@@ -259,9 +262,9 @@ def shrink_job(job: Job, budget: float = 120.0) -> dict[str, Any]:
                    case_out=_out_area(small, session.run_reference(small)))
         return out
 
-    result, _, crash = _attempt(job, work, retries=0)
+    result, _, failures = _attempt(job, work, retries=0)
     if result is None:
-        return {"status": "crash", "message": crash, "case": None, "original": None,
+        return {"status": "crash", "message": failures[-1], "case": None, "original": None,
                 "stats": {}}
     return result
 
