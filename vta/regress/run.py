@@ -525,6 +525,7 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
             summary.seconds = time.perf_counter() - start
             if summary.rtl is not None:
                 with contextlib.suppress(Exception):
+                    _wait_idle(client)  # a cancelled program may still be using its simulator
                     for counts in client.run(flush_coverage).values():
                         summary.rtl.add(counts)
                 summary.rtl.save(out / RTL_COVERAGE)
@@ -631,6 +632,13 @@ def _run_jobs(client, jobs: list[Job], record: Callable[[dict[str, Any]], None],
         client.cancel(list(futures))
         raise
     return reason
+
+
+def _wait_idle(client, timeout: float = 600.0) -> None:
+    """Wait until no worker runs a task (at most ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while any(client.processing().values()) and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def _deaths(client, key: str) -> int:
