@@ -189,7 +189,7 @@ def _rtl_figure(rtl) -> str | None:
     ax.set_yticks(list(ys), names)
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of points hit")
-    ax.legend()
+    ax.legend(loc="lower left")
     ax.set_title("RTL coverage per module (Verilator)")
     return _png(fig)
 
