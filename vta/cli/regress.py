@@ -16,8 +16,11 @@ Examples:
   vta regress                                   # 100 programs x tiny,default on Verilator
   vta regress --programs 1000 --configs tiny,default,aws --workers 2
   vta regress -b golden --programs 5000 --configs tiny,random:4
+  vta regress --programs 10000 --configs tiny,default,random --rtl-coverage
   vta regress --cluster tcp://10.0.0.5:8786 --programs 10000
   vta regress --resume vta-regress/results.jsonl
+  vta regress --known known.txt --previous last/results.jsonl --history last/results.jsonl
+  vta regress --report vta-regress/results.jsonl
 """
 
 
@@ -44,16 +47,17 @@ Examples:
               help="with --cluster: upload this vta package to the workers")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               default=Path("vta-regress"), show_default=True,
-              help="output folder: results.jsonl, summary.json, failing programs")
+              help="output folder: results.jsonl, summary.json, junit.xml, report.html, "
+              "shrunk programs")
 @click.option("--resume", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               default=None, metavar="FILE", help="resume the run of this results.jsonl "
               "(its plan is taken from the file)")
 @click.option("--shrink", type=click.IntRange(min=0), default=3, show_default=True,
-              help="failing programs to shrink")
+              help="failure signatures to shrink (the smallest program of each)")
 @click.option("--shrink-budget", type=click.FloatRange(min=1), default=120.0,
               show_default=True, help="seconds per shrink")
 @click.option("--stall", type=click.FloatRange(0, 1), default=None,
-              help="RTL: DRAM random stall probability per channel and cycle")
+              help="RTL: DRAM random stall probability per channel and cycle (fixed timing)")
 @click.option("--latency", type=click.IntRange(min=0), default=None,
               help="RTL: DRAM latency in cycles (fixed timing)")
 @click.option("--timing", type=click.Choice(["random", "fixed"]), default=None,
@@ -64,8 +68,8 @@ Examples:
               help="Verilator: measure line and toggle coverage of hdl/ (a separate build), "
               "merged across workers into OUT/rtl-coverage.json and reported per module")
 @click.option("--directed", is_flag=True,
-              help="coverage-directed: draw each program's kind with weights toward the "
-              "bins its configuration has not hit yet (instead of the fixed schedule)")
+              help="coverage-directed: after one period of the schedule, each program's "
+              "kind is the one most likely to hit the bins its configuration has not hit")
 @click.option("--max-time", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="stop submitting programs after this long (the rest: --resume)")
 @click.option("--max-failures", type=click.IntRange(min=1), default=None, metavar="N",
