@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Mutation runner: do the tests notice a plausible bug?
 
-Each mutation below changes one code pattern of ``hdl/``, ``sim/`` or ``vta/golden.py``
+Each mutation below changes one code pattern of ``hdl/``, ``sim/`` or ``vta/golden/``
 in a way a person could plausibly get wrong (a bound off by one, a lost sign
 extension, a token not pushed, a pad not zeroed, a forwarding path dropped, an
 AXI handshake rule broken, ...).  For each one the runner copies the source tree
@@ -45,24 +45,26 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # ------------------------------------------------------------------ test selections
 # Each is one pytest invocation (arguments after ``pytest``); cheapest first.
-T_TOP = ("tests/rtl/test_top.py", "-k", "icarus")
-T_TOP_FAULTS = ("tests/rtl/test_top_faults.py", "-k", "icarus")
-T_DMA = ("tests/rtl/test_dma.py", "-k", "icarus")
-T_DMA_ARB = ("tests/rtl/test_dma_arbiter.py", "-k", "icarus")
-T_COMPUTE = ("tests/rtl/test_compute.py", "-k", "icarus")
-T_LOAD = ("tests/rtl/test_load.py", "-k", "icarus")
-T_STORE = ("tests/rtl/test_store.py", "-k", "icarus")
-T_FETCH = ("tests/rtl/test_fetch.py", "-k", "icarus")
-T_ALU = ("tests/rtl/test_alu.py", "-k", "icarus")
-T_GEMM = ("tests/rtl/test_gemm.py", "-k", "icarus")
-T_TOKENS = ("tests/rtl/test_token_queue.py", "-k", "icarus")
-T_FIFO = ("tests/rtl/test_fifo.py", "-k", "icarus")
-T_REGS = ("tests/rtl/test_regs.py", "-k", "icarus")
+T_TOP = ("tests/sim/rtl/test_top.py", "-k", "icarus")
+T_TOP_FAULTS = ("tests/sim/rtl/test_top_faults.py", "-k", "icarus")
+T_DMA = ("tests/sim/rtl/test_dma.py", "-k", "icarus")
+T_DMA_ARB = ("tests/sim/rtl/test_dma_arbiter.py", "-k", "icarus")
+T_COMPUTE = ("tests/sim/rtl/test_compute.py", "-k", "icarus")
+T_LOAD = ("tests/sim/rtl/test_load.py", "-k", "icarus")
+T_STORE = ("tests/sim/rtl/test_store.py", "-k", "icarus")
+T_FETCH = ("tests/sim/rtl/test_fetch.py", "-k", "icarus")
+T_ALU = ("tests/sim/rtl/test_alu.py", "-k", "icarus")
+T_GEMM = ("tests/sim/rtl/test_gemm.py", "-k", "icarus")
+T_TOKENS = ("tests/sim/rtl/test_token_queue.py", "-k", "icarus")
+T_FIFO = ("tests/sim/rtl/test_fifo.py", "-k", "icarus")
+T_REGS = ("tests/sim/rtl/test_regs.py", "-k", "icarus")
 T_DRAM = ("tests/sim/test_vta_dram.py", "-k", "icarus")
-T_BACKEND = ("tests/test_rtl_backend.py", "-k", "icarus or in_flight or watchdog_counts")
-T_DIFF = ("tests/test_differential.py", "-k", "icarus")
-T_GOLDEN = ("tests/test_golden.py", "tests/test_driver.py", "tests/test_runtime.py",
-            "tests/test_ops.py", "--backend", "golden")
+T_BACKEND = ("tests/sim/test_rtl_backend.py", "-k", "icarus or in_flight or watchdog_counts")
+T_DIFF = ("tests/sim/test_differential.py", "-k", "icarus")
+T_GOLDEN = ("tests/unit/test_golden.py", "tests/suite/test_driver.py",
+            "tests/suite/test_runtime.py", "tests/suite/test_ops.py", "--backend", "golden")
+#: The fast golden model against the specification model.
+T_FAST = ("tests/unit/test_golden_fast.py",)
 
 
 @dataclass(frozen=True)
@@ -362,39 +364,227 @@ end""",
       "        if unknown:\n            key = unknown[0]",
       "        if False:\n            key = unknown[0]",
       "an unknown configuration key is ignored (issue 7.9)",
-      (("tests/test_config.py",),)),
-    # ------------------------------------------------------------ golden model
-    M("golden_shr_clip", "vta/golden.py",
+      (("tests/unit/test_config.py",),)),
+    # ------------------------------------------------------------ golden model: both
+    M("golden_shr_clip", "vta/golden/spec.py",
       "right = x >> np.clip(y, 0, 31)",
       "right = x >> np.clip(y, 0, 30)",
       "SHR by 31 or more shifts by 30 (decision 3 saturates at 31)",
       (T_GOLDEN,)),
-    M("golden_shl_wrap", "vta/golden.py",
+    M("golden_shl_wrap", "vta/golden/spec.py",
       "return np.where(y >= 0, right, np.where(y <= -32, np.int32(0), left))",
       "return np.where(y >= 0, right, left)",
       "SHR by -32 or less wraps the shift instead of giving 0",
       (T_GOLDEN,)),
-    M("golden_token_overflow", "vta/golden.py",
+    M("golden_bus_error_addr", "vta/golden/common.py",
+      "addr = max(start - start % bus_bytes, lo)",
+      "addr = max(start, lo)",
+      "bus-error address not rounded down to the bus word (the burst's address)",
+      (T_GOLDEN, T_BACKEND)),
+    # ------------------------------------------------------------ golden model: the spec
+    M("spec_token_overflow", "vta/golden/spec.py",
+      "if self.tokens[queue] >= TOKEN_QUEUE_DEPTH:",
+      "if self.tokens[queue] > TOKEN_QUEUE_DEPTH:",
+      "token queue holds one token more than the hardware",
+      (T_GOLDEN, T_FAST)),
+    M("spec_nest_bound", "vta/golden/spec.py",
+      "            if top >= size:",
+      "            if top > size:",
+      "micro-op index check off by one (index == depth accepted)",
+      (T_GOLDEN, T_FAST)),
+    M("spec_pad_zero", "vta/golden/spec.py",
+      "block = np.zeros((y_total, x_total, *shape), dtype=buf.dtype)",
+      "block = buf[first:end].reshape(y_total, x_total, *shape).copy()",
+      "padded LOAD leaves stale scratchpad data in the pads",
+      (T_GOLDEN, T_FAST)),
+    M("spec_acc8_sign", "vta/golden/spec.py",
+      'MemId.ACC_8BIT: ("acc", "i1", "acc8_load_bytes"),',
+      'MemId.ACC_8BIT: ("acc", "u1", "acc8_load_bytes"),',
+      "ACC_8BIT LOAD not sign-extended into the accumulator",
+      (T_GOLDEN, T_FAST)),
+    M("spec_dram_end", "vta/golden/spec.py",
+      "end = rows[-1][1] if rows else start",
+      "end = rows[-1][0] if rows else start",
+      "DRAM range check on the last row's start, not its end",
+      (T_GOLDEN, T_FAST)),
+    M("spec_store_row_order", "vta/golden/spec.py",
+      'for y, (lo, hi) in enumerate(self.dram_rows("store", index, insn, elem_bytes)):',
+      'for y, (lo, hi) in reversed(list(enumerate(self.dram_rows("store", index, insn, '
+      'elem_bytes)))):',
+      "overlapping STORE rows written last row first (the first row wins)",
+      (T_GOLDEN, T_FAST)),
+    M("spec_reset_writes_out", "vta/golden/spec.py",
+      "                sp.acc[dst] = 0\n",
+      "                sp.acc[dst] = 0\n                sp.out[dst] = 0\n",
+      "a GEMM reset zeroes OUT too (decision 2: it leaves OUT alone)",
+      (T_GOLDEN, T_FAST)),
+    M("spec_alu_no_out", "vta/golden/spec.py",
+      "            sp.acc[dst] = func(sp.acc[dst], y)\n            sp.out[dst] = sp.acc[dst]"
+      ".astype(np.int8)\n",
+      "            sp.acc[dst] = func(sp.acc[dst], y)\n",
+      "an ALU operation does not write OUT",
+      (T_GOLDEN, T_FAST)),
+    M("spec_gemm_untransposed", "vta/golden/spec.py",
+      "@ sp.wgt[wgt].astype(np.int64).T",
+      "@ sp.wgt[wgt].astype(np.int64)",
+      "GEMM multiplies by the weight tile, not its transpose (rows are output channels)",
+      (T_GOLDEN, T_FAST)),
+    M("spec_factors_swapped", "vta/golden/spec.py",
+      "yield (u.dst_idx + o * do + i * di,",
+      "yield (u.dst_idx + o * di + i * do,",
+      "the dst index takes the inner factor on the outer loop and vice versa",
+      (T_GOLDEN, T_FAST)),
+    M("spec_one_pop_checked", "vta/golden/spec.py",
+      "return next((q for q in self.links(engine, insn)[0] if not self.tokens[q]), None)",
+      "return next((q for q in self.links(engine, insn)[0][:1] if not self.tokens[q]), None)",
+      "an instruction popping two queues waits only for the first",
+      (T_GOLDEN, T_FAST)),
+    M("spec_turn_order", "vta/golden/spec.py",
+      "            for engine in ENGINES:\n                if engine not in heads:",
+      "            for engine in reversed(ENGINES):\n                if engine not in heads:",
+      "engines take turns store, compute, load instead of load, compute, store",
+      (T_FAST, T_GOLDEN)),
+    # ------------------------------------------------------------ golden model: fast
+    M("golden_token_overflow", "vta/golden/fast/model.py",
       "if tokens[q] >= TOKEN_QUEUE_DEPTH:",
       "if tokens[q] > TOKEN_QUEUE_DEPTH:",
       "token queue holds one token more than the hardware",
-      (T_GOLDEN,)),
-    M("golden_nest_bound", "vta/golden.py",
+      (T_GOLDEN, T_FAST)),
+    M("golden_pop_both", "vta/golden/fast/model.py",
+      "if pops and not (tokens[pops[0]] and tokens[pops[-1]]):",
+      "if pops and not tokens[pops[0]]:",
+      "an instruction popping two queues waits only for the first",
+      (T_FAST, T_GOLDEN)),
+    M("golden_nest_bound", "vta/golden/fast/model.py",
       "            if top >= depths[k]:",
       "            if top > depths[k]:",
       "micro-op index check off by one (index == depth accepted)",
-      (T_GOLDEN,)),
-    M("golden_pad_zero", "vta/golden.py",
+      (T_GOLDEN, T_FAST)),
+    M("golden_pad_zero", "vta/golden/fast/model.py",
       """            block = block.reshape(y_total, x_total, lanes)
             block[...] = 0""",
       """            block = block.reshape(y_total, x_total, lanes)""",
       "padded LOAD leaves stale scratchpad data in the pads",
-      (T_GOLDEN,)),
-    M("golden_bus_error_addr", "vta/golden.py",
-      "addr = max(start - start % self.cfg.BUS_BYTES, lo)",
-      "addr = max(start, lo)",
-      "bus-error address not rounded down to the bus word (the burst's address)",
-      (T_BACKEND, T_GOLDEN)),
+      (T_GOLDEN, T_FAST)),
+    M("fast_plain_bus_window", "vta/golden/fast/model.py",
+      "                and self.bus_error is None):",
+      "                ):",
+      "plain LOADs and STOREs (one slice copy) skip the bus-error window",
+      (T_FAST,)),
+    M("fast_defer_rows", "vta/golden/fast/pending.py",
+      "if self.pending is not None and (self.pending[0] != rows",
+      "if self.pending is not None and (self.pending[0].start != rows.start",
+      "an ALU operation joins the deferred ones on rows starting at the same entry",
+      (T_FAST,)),
+    M("fast_defer_clip_bounds", "vta/golden/fast/pending.py",
+      "ops[-1] = (np.clip, (last[1], imm))",
+      "ops[-1] = (np.clip, (imm, last[1]))",
+      "MAX a then MIN b deferred as a clip to [b, a]",
+      (T_FAST,)),
+    M("fast_defer_repeat", "vta/golden/fast/pending.py",
+      "if (func, imm) == last and func in (np.minimum, np.maximum):",
+      "if (func, imm) == last:",
+      "a repeated ADD, MUL or SHR is dropped as if idempotent like MIN and MAX",
+      (T_FAST,)),
+    M("fast_defer_min_max", "vta/golden/fast/pending.py",
+      "if func is np.minimum and last is not None and last[0] is np.maximum:",
+      "if func in (np.minimum, np.maximum) and last is not None and last[0] in (np.minimum, "
+      "np.maximum):",
+      "MIN then MAX deferred as one clip, as MAX then MIN is",
+      (T_FAST,)),
+    M("fast_gemm_after_out", "vta/golden/fast/plans.py",
+      "reset = bool(pending[1])  # then the sums are the new values",
+      "reset = True",
+      "a GEMM after a deferred OUT write (not a reset) writes its sums instead of adding",
+      (T_FAST,)),
+    M("fast_reset_drops_pending", "vta/golden/fast/pending.py",
+      "        self.settle()\n        self.pending = (rows, [RESET], False)",
+      "        self.pending = (rows, [RESET], False)",
+      "a deferred reset drops the ALU operations waiting on other entries",
+      (T_FAST,)),
+    M("fast_out_write_before_stores", "vta/golden/fast/pending.py",
+      "        if self.stores is not None:\n            self.flush_stores()\n"
+      "        self.out2[rows] = values",
+      "        self.out2[rows] = values",
+      "OUT written before the STOREs waiting to read it are copied",
+      (T_FAST,)),
+    M("fast_stores_before_loads", "vta/golden/fast/pending.py",
+      "            if loads is not None and loads.dram < run.end and run.dram < loads.end:\n"
+      "                self.flush_loads()\n",
+      "",
+      "STOREs copied before earlier LOADs that read the DRAM bytes they write",
+      (T_FAST,)),
+    M("fast_gemm_before_loads", "vta/golden/fast/model.py",
+      "        if not reset and self.sp.loads is not None:\n            self.sp.flush_loads()",
+      "        pass",
+      "a GEMM reads INP and WGT before the LOADs waiting to write them are copied",
+      (T_FAST,)),
+    M("fast_load_run_buffers", "vta/golden/fast/pending.py",
+      "if run.sram_bytes is target and run.extend(",
+      "if run.extend(",
+      "a LOAD of WGT joins the INP LOADs waiting when its bytes continue their pattern",
+      (T_FAST,)),
+    M("fast_copy_run_dram", "vta/golden/fast/pending.py",
+      "        elif (sram != self.sram + count * self.sram_step\n"
+      "              or dram != self.dram + count * self.dram_step):",
+      "        elif sram != self.sram + count * self.sram_step:",
+      "a LOAD or STORE joins a copy run whose DRAM pattern it does not continue",
+      (T_FAST,)),
+    M("fast_field_shift_carry", "vta/golden/fast/model.py",
+      "        if hi + s > mask:\n            return None  # the field would carry into the next\n",
+      "",
+      "a nest whose field shift carries into the next field is taken as a shifted copy",
+      (T_FAST,)),
+    M("fast_grid_axis_order", "vta/golden/fast/plans.py",
+      "s < 0 or w < 0 or (w == 0 and w_axes):",
+      "s < 0 or w < 0:",
+      "a grid whose input axis lies outside a weight axis is read as the product table",
+      (T_FAST,)),
+    M("fast_table_keys", "vta/golden/fast/plans.py",
+      "if (x_table == x_table[0]).all() and (w_table == w_table[:, :1]).all():",
+      "if (x_table == x_table[0]).all():",
+      "GEMM pairs taken as the product table without checking one weight per block",
+      (T_FAST,)),
+    M("fast_split_last_piece", "vta/golden/fast/model.py",
+      "            yield o0, min(step, iter_out - o0), 0, iter_in",
+      "            yield o0, step, 0, iter_in",
+      "the last piece of a nest split by outer iterations runs a whole step",
+      (T_FAST,)),
+    M("fast_plan_key", "vta/golden/fast/model.py",
+      "key = (kind, loops, shape, offsets)",
+      "key = (kind, loops, shape)",
+      "ALU plans with a source cached without the distance between dst and src",
+      (T_FAST,)),
+    M("fast_nest_key", "vta/golden/fast/model.py",
+      "key = (kind, iter_out, iter_in, factors, raw.tobytes())",
+      "key = (kind, iter_out, iter_in, raw.tobytes())",
+      "whole nests remembered without their loop factors",
+      (T_FAST,)),
+    M("fast_wgt_float_stale", "vta/golden/fast/model.py",
+      "        if mem_type == _WGT:\n            self.sp.wgt_float.clear()\n",
+      "",
+      "float weight matrices kept across a LOAD of WGT",
+      (T_FAST,)),
+    M("fast_hazard_src", "vta/golden/fast/plans.py",
+      "        conflict |= first[src] < steps\n",
+      "        pass\n",
+      "ALU segments ignore reads of entries written earlier in the same nest",
+      (T_FAST, T_GOLDEN)),
+    M("fast_consecutive_inner", "vta/golden/fast/plans.py",
+      "if n_in > 1 and f_in[col] != 1 or n_out > 1",
+      "if n_out > 1",
+      "a one-micro-op nest taken as consecutive entries whatever its inner factor",
+      (T_FAST,)),
+    M("fast_float32_bound", "vta/golden/fast/plans.py",
+      "self.ftype = np.float32 if self.k * (1 << 14) < (1 << 24) else np.float64",
+      "self.ftype = np.float32 if self.k * (1 << 14) < (1 << 26) else np.float64",
+      "GEMM sums in float32 beyond its exact range",
+      (T_FAST, T_GOLDEN)),
+    M("fast_decode_sign", "vta/golden/fast/decode.py",
+      "                        insn[k] -= bit << 1",
+      "                        insn[k] -= bit",
+      "block decoding sign-extends ALU immediates wrongly",
+      (T_FAST,)),
 )
 
 

@@ -2,7 +2,8 @@
 """Planted bugs: does ``vta regress`` find each golden-model mutation, and how small does it
 shrink?
 
-For every mutation of ``vta/golden.py`` in ``scripts/mutate.py``, the mutated model
+For every mutation of the golden model (``vta/golden/``) in ``scripts/mutate.py``, the
+mutated model
 becomes the *reference* of a regression whose device is the unmutated golden backend
 (so every difference is the planted bug), over ``--programs`` seeds of each
 configuration in seed order on one in-process worker.  Printed per mutation: programs
@@ -17,7 +18,8 @@ with counts, and each signature's smallest failing program shrunk (instructions 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
+import shutil
 import sys
 import tempfile
 import time
@@ -34,22 +36,35 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import mutate  # noqa: E402
 
 
-def mutant_model(m: mutate.Mutation) -> type:
-    """``GoldenModel`` of ``vta/golden.py`` with mutation ``m`` applied (a module of its own)."""
+def mutant_model(m: mutate.Mutation, scratch: Path) -> type:
+    """``GoldenModel`` of the golden package with mutation ``m`` applied: a copy of
+    ``vta/golden/`` imported as ``vta_planted_NAME.golden``; every other module it imports is
+    the real one (shared exception and instruction classes)."""
+    import types
+
+    import vta.golden  # noqa: F401  (its dependencies loaded first)
+
     text = (ROOT / m.file).read_text()
     if text.count(m.find) != 1:
         raise SystemExit(f"{m.name}: stale mutation (pattern found {text.count(m.find)} times)")
-    name = f"vta._planted_{m.name}"
-    spec = importlib.util.spec_from_loader(name, loader=None)
-    module = importlib.util.module_from_spec(spec)
-    module.__package__ = "vta"
-    sys.modules[name] = module
-    exec(compile(text.replace(m.find, m.replace), str(ROOT / m.file), "exec"), module.__dict__)
-    return module.GoldenModel
+    pkg = f"vta_planted_{m.name}"
+    root = scratch / pkg
+    shutil.copytree(ROOT / "vta" / "golden", root / "golden",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    target = root / Path(m.file).relative_to("vta")
+    target.write_text(text.replace(m.find, m.replace))
+    package = types.ModuleType(pkg)
+    package.__path__ = [str(root)]
+    sys.modules[pkg] = package
+    for name, module in list(sys.modules.items()):
+        if name.startswith("vta.") and not name.startswith("vta.golden"):
+            sys.modules[f"{pkg}.{name[4:]}"] = module
+    return importlib.import_module(f"{pkg}.golden").GoldenModel
 
 
-def run(m: mutate.Mutation, configs, programs: int, budget: float, shrink: int) -> dict:
-    model = mutant_model(m)
+def run(m: mutate.Mutation, configs, programs: int, budget: float, shrink: int,
+        scratch: Path) -> dict:
+    model = mutant_model(m, scratch)
     plan = Plan.of("golden", configs, programs)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
@@ -75,7 +90,7 @@ def main() -> None:
     ap.add_argument("--shrink", type=int, default=5, help="signatures shrunk per mutation")
     args = ap.parse_args()
     wanted = set(filter(None, args.only.split(",")))
-    muts = [m for m in mutate.MUTATIONS if m.file == "vta/golden.py"
+    muts = [m for m in mutate.MUTATIONS if m.file.startswith("vta/golden/")
             and (not wanted or m.name in wanted)]
     configs = parse_configs(args.configs, 0)
     print(f"vta {vta.__version__}; {args.programs} seeds x {args.configs}; golden backend "
@@ -83,8 +98,9 @@ def main() -> None:
     print("| mutation | bug | programs until found | failing / run | signature (programs) "
           "| shrunk: instructions |")
     print("|---|---|---:|---:|---|---|")
+    scratch = Path(tempfile.mkdtemp(prefix="vta-planted-"))
     for m in muts:
-        r = run(m, configs, args.programs, args.budget, args.shrink)
+        r = run(m, configs, args.programs, args.budget, args.shrink, scratch)
         sigs = "; ".join(f"`{sig}` ({n})" for sig, n in r["groups"]) or "not found"
         sizes = []
         for sig, _ in r["groups"]:

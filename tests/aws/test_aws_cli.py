@@ -288,6 +288,7 @@ def test_run_dry_run(matmul_program):
     assert lines[-2].startswith("run ") and lines[-1].startswith("compare ")
 
 
+@pytest.mark.sim
 def test_run_on_the_simulated_card(matmul_program):
     """`vta aws run --sim` replays the program through the F2 wrapper and checks its outputs."""
     result = invoke("aws", "run", matmul_program, "--sim", "--simulator", "icarus", "--json")

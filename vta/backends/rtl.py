@@ -663,6 +663,9 @@ class RTLTransport(Transport):
         if self._sock is not None:
             self._sock.close()
         _LIVE.discard(self)
+        if self.waves_file is not None and not self.waves_file.exists():
+            log.warning("the %s simulator wrote no waveform to %s; last lines of its log:\n%s",
+                        self.name, self.waves_file, self._log_tail(10))
         if not self.keep_workdir:  # a crashed simulator's log was saved (_save_log)
             shutil.rmtree(self.workdir, ignore_errors=True)
 

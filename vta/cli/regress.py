@@ -1,4 +1,5 @@
-"""``vta regress``: random programs against the golden model, on a Dask cluster."""
+"""``vta regress``: random programs against the golden model (or its specification), on a
+Dask cluster."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .common import EXIT_DIFFER
+from .common import EXIT_DIFFER, output_option
 
 EXAMPLES = """
 \b
@@ -17,6 +18,7 @@ Examples:
   vta regress --programs 1000 --configs tiny,default,aws --workers 2
   vta regress -b golden --programs 5000 --configs tiny,random:4
   vta regress --programs 10000 --configs tiny,default,random --rtl-coverage
+  vta regress --against spec --programs 5000    # the fast golden model against the spec
   vta regress --cluster tcp://10.0.0.5:8786 --programs 10000
   vta regress --resume vta-regress/results.jsonl
   vta regress --known known.txt --previous last/results.jsonl --history last/results.jsonl
@@ -31,8 +33,11 @@ Examples:
               metavar="LIST", help="comma-separated presets, vta_config.json paths, or "
               "random[:N] for N random valid configurations")
 @click.option("--backend", "-b", type=click.Choice(["verilator", "icarus", "golden"]),
-              default="verilator", show_default=True, help="the device checked against the "
-              "golden model")
+              default=None, help="the device checked against the model  [default: "
+              "verilator; golden with --against spec]")
+@click.option("--against", type=click.Choice(["golden", "spec"]), default="golden",
+              show_default=True, help="the model the device is checked against: the golden "
+              "model (fast) or its specification (vta.golden.SpecModel)")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="first seed (seeds SEED .. SEED+N-1)")
 @click.option("--kind", default=None, metavar="KIND",
@@ -45,10 +50,9 @@ Examples:
               "tcp://host:8786) instead of a local one")
 @click.option("--ship/--no-ship", default=True, show_default=True,
               help="with --cluster: upload this vta package to the workers")
-@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("vta-regress"), show_default=True,
-              help="output folder: results.jsonl, summary.json, junit.xml, report.html, "
-              "shrunk programs")
+@output_option("--out", "-o", folder=True, default=Path("vta-regress"), show_default=True,
+               help="output folder (created): results.jsonl, summary.json, junit.xml, "
+               "report.html, shrunk programs")
 @click.option("--resume", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               default=None, metavar="FILE", help="resume the run of this results.jsonl "
               "(its plan is taken from the file)")
@@ -91,14 +95,18 @@ Examples:
               "signature, RTL coverage) and write its junit.xml and report.html beside it; "
               "repeated: the runs merged, reports and rtl-coverage.json written to OUT")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind: str | None,
-                workers: int | None, cluster: str | None, ship: bool, out: Path,
-                resume: Path | None, shrink: int, shrink_budget: float, stall: float | None,
-                latency: int | None, timing: str | None, rtl_coverage: bool, directed: bool,
-                max_time: float | None, max_failures: int | None, known_file: Path | None,
-                previous: Path | None, history: tuple[Path, ...], report_of: tuple[Path, ...],
-                as_json: bool) -> None:
+def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: str, seed: int,
+                kind: str | None, workers: int | None, cluster: str | None, ship: bool,
+                out: Path, resume: Path | None, shrink: int, shrink_budget: float,
+                stall: float | None, latency: int | None, timing: str | None,
+                rtl_coverage: bool, directed: bool, max_time: float | None,
+                max_failures: int | None, known_file: Path | None, previous: Path | None,
+                history: tuple[Path, ...], report_of: tuple[Path, ...], as_json: bool) -> None:
     """Run random programs on a device and on the golden model, and compare.
+
+    With --against spec the model is the specification model, and the device
+    by default the golden backend: the fast golden model checked against its
+    specification.
 
     Every program is checked byte for byte (device memory), counter for
     counter and trace for trace; faulting programs must report the same fault
@@ -121,6 +129,7 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
             plan = None
             out = resume.parent
         else:
+            backend = backend or ("golden" if against == "spec" else "verilator")
             options = {k: v for k, v in (("stall", stall), ("latency", latency))
                        if v is not None}
             if options and backend == "golden":
@@ -141,8 +150,8 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
                 options["coverage"] = True
             configs = parse_configs(configs_spec, seed)
             plan = Plan.of(backend, configs, programs, seed=seed, kind=kind, options=options,
-                           timing=timing, directed=directed)
-            out.mkdir(parents=True, exist_ok=True)
+                           timing=timing, directed=directed, reference=against)
+            out.mkdir(exist_ok=True)
             for cfg in configs:
                 if cfg.name.startswith("rand"):
                     (out / f"{cfg.name}.json").write_text(json.dumps(cfg.to_dict(), indent=1))
@@ -230,8 +239,8 @@ def _print_summary(summary) -> None:
 
     console = Console()
     plan = summary.plan
-    table = Table(title=f"vta regress: {plan.backend}, seeds {plan.seed}.."
-                        f"{plan.seed + plan.programs - 1}")
+    table = Table(title=f"vta regress: {plan.backend} against {plan.reference}, seeds "
+                        f"{plan.seed}..{plan.seed + plan.programs - 1}")
     for col in ("configuration", "pass", "fail", "crash", "error"):
         table.add_column(col, justify="left" if col == "configuration" else "right")
     for name in plan.config_names:

@@ -89,6 +89,8 @@ def repro(record: dict[str, Any], plan, out: Path | None) -> dict[str, str]:
     cmd = ["vta", "regress", "-b", plan.backend, "--configs",
            config_arg(record["config"], out), "--seed", str(record["seed"]), "-n", "1",
            "--kind", str(record["kind"])]
+    if plan.reference != "golden":
+        cmd += ["--against", plan.reference]
     if plan.backend != "golden":
         cmd += ["--timing", plan.timing]
     for option in ("stall", "latency"):

@@ -36,9 +36,8 @@ import numpy as np
 
 from ..config import Config
 from ..errors import VTAError
-from ..golden import GoldenModel
 from ..isa import AluOp
-from .check import BACKENDS
+from .check import BACKENDS, REFERENCES
 from .coverage import Coverage, Cross
 from .generator import KINDS, kind_of_seed, schedule
 from .record import diff_command, provenance, repro
@@ -52,8 +51,6 @@ from .worker import Job, close_sessions, config_dict, flush_coverage, run_job, s
 #: Bump when the generator makes a different program for some seed; a results
 #: file of another version cannot be resumed.
 GENERATOR_VERSION = 1
-#: The reference model every program is checked against.
-REFERENCE: type = GoldenModel
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
 log = logging.getLogger(__name__)
@@ -74,6 +71,7 @@ class Plan:
     kind: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     generator: int = GENERATOR_VERSION
+    reference: str = "golden"  # the model the device is checked against (REFERENCES)
     #: ``random``: each program's DRAM timing drawn from its seed (vta.regress.timing;
     #: RTL backends); ``fixed``: the session's (options ``latency``, ``stall``)
     timing: str = "fixed"
@@ -93,6 +91,9 @@ class Plan:
             raise RegressError(f"seed must be >= 0, not {self.seed}")
         if self.kind is not None and self.kind not in KINDS:
             raise RegressError(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.reference not in REFERENCES:
+            raise RegressError(f"reference must be one of {', '.join(REFERENCES)}, "
+                               f"not {self.reference!r}")
         if self.directed and self.kind is not None:
             raise RegressError("a directed run chooses each program's kind: not with a kind")
         if self.timing not in ("fixed", "random"):
@@ -113,8 +114,10 @@ class Plan:
     def config_names(self) -> list[str]:
         return [c["name"] for c in self.configs]
 
-    def jobs(self, reference: type = GoldenModel) -> list[Job]:
-        """Every job, seed by seed (each seed on every configuration in turn)."""
+    def jobs(self, reference: type | None = None) -> list[Job]:
+        """Every job, seed by seed (each seed on every configuration in turn), checked
+        against ``reference`` (default: the plan's)."""
+        reference = reference or REFERENCES[self.reference]
         return [Job(self.backend, cfg, seed, self.kind, dict(self.options), reference,
                     timing_of(seed) if self.timing == "random" else None)
                 for seed in range(self.seed, self.seed + self.programs)
@@ -441,8 +444,9 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
     shrunk programs).  With ``resume`` the plan is read from its results file
     and the ``plan`` argument must be ``None``.  ``on_result(record, done,
     total)`` is called for every result (progress display).  ``reference`` is
-    the reference model class (default :data:`REFERENCE`); ``processes=False``
-    runs the local cluster's workers as threads of this process.  ``max_time``
+    the reference model class (default: the plan's, from
+    :data:`~vta.regress.check.REFERENCES`); ``processes=False`` runs the local
+    cluster's workers as threads of this process.  ``max_time``
     (seconds of running programs) and ``max_failures`` (non-passing results)
     stop the run early: programs in flight are cancelled, and ``resume``
     finishes the plan later.  Failures are grouped by signature; ``shrink``
@@ -452,7 +456,6 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
     (:mod:`vta.regress.reports`) are written too, the latter with the trend
     across the ``history`` results files.
     """
-    reference = reference or REFERENCE
     out = Path(out)
     path = out / RESULTS
     earlier: list[dict[str, Any]] = []  # the results file's records (resume)
@@ -463,6 +466,7 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
         raise RegressError(f"{path} exists: resume it (--resume {path}) or choose another "
                            "output folder")
     out.mkdir(parents=True, exist_ok=True)
+    reference = reference or REFERENCES[plan.reference]
     if not plan.provenance:
         plan.provenance = provenance(plan.backend)
     summary = Summary(plan, coverage=Coverage(plan.backend), out=out, known=known,
@@ -696,7 +700,7 @@ def _shrink_failures(client, plan: Plan, failed: list[dict[str, Any]], reference
             shrunk.append(entry)
             continue
         entry["status"] = result["status"]
-        why = [f"{plan.backend} against the golden model: "
+        why = [f"{plan.backend} against the {plan.reference} model: "
                f"{result.get('message') or record.get('message', '')}"]
         if result.get("original") is not None:
             entry["program"] = str(write_case(result["original"], out / name, notes=why,

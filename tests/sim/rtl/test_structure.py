@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import needs
 import pytest
 
 import vta
@@ -26,18 +27,16 @@ from vta.hdltools import hdlgen
 
 pyverilog = pytest.importorskip("pyverilog")
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "rtl-interface.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "rtl-interface.md"
 
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
     """{module name: ModuleDef} of hdl/*.v, preprocessed with the default preset's headers."""
-    import shutil
 
     from pyverilog.vparser.parser import parse
 
-    if shutil.which("iverilog") is None:
-        pytest.skip("pyverilog preprocesses with iverilog, which is not installed")
+    needs.tool("iverilog", "pyverilog preprocesses with it")
     out = tmp_path_factory.mktemp("pyverilog")
     hdr = hdlgen.header_dir(vta.Config.load("default"))
     ast, _ = parse([str(f) for f in hdlgen.hdl_sources()], preprocess_include=[str(hdr)],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 
+import needs
 import pytest
 
 import vta
@@ -32,12 +33,7 @@ FINISH
 
 
 def _require(sim: str) -> None:
-    from vta.hdltools.build import SimulatorError, simulator_version
-
-    try:
-        simulator_version(sim)
-    except SimulatorError as exc:
-        pytest.skip(str(exc))
+    needs.simulator(sim)
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ unused-regexp).  MEM_SIZE keeps its default here: a 64-bit value passed with
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
+import needs
 import pytest
 
 import vta
@@ -35,9 +35,7 @@ def test_verilator_lint(preset, addr_width):
     import os
 
     env = {**os.environ, **sim_env()}
-    exe = shutil.which("verilator", path=env["PATH"])
-    if exe is None:
-        pytest.skip("verilator not installed")
+    exe = needs.tool("verilator", "lints the design", path=env["PATH"])
     hdr, params, sources = _setup(preset)
     if addr_width is not None:
         params["ADDR_WIDTH"] = addr_width
@@ -57,9 +55,7 @@ def test_verilator_lint(preset, addr_width):
 
 @pytest.mark.parametrize("preset", vta.config.PRESETS)
 def test_iverilog_lint(preset, tmp_path):
-    exe = shutil.which("iverilog")
-    if exe is None:
-        pytest.skip("iverilog not installed")
+    exe = needs.tool("iverilog", "lints the design")
     hdr, params, sources = _setup(preset)
     cmd = [
         exe,

@@ -1,8 +1,8 @@
 """The ``verilator`` and ``icarus`` backends: transport, harness, errors, watchdog, crashes.
 
 Program results are checked against the golden backend (the same driver code
-path, the same bytes).  The program suites (tests/test_runtime.py,
-tests/test_ops.py) run on the simulators with ``--backend verilator
+path, the same bytes).  The program suites (tests/suite/test_runtime.py,
+tests/suite/test_ops.py) run on the simulators with ``--backend verilator
 --backend icarus``; this file covers what only a simulated device has.
 """
 
@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import needs
 import numpy as np
 import pytest
 
@@ -28,12 +29,7 @@ SIMS = ("icarus", "verilator")
 
 
 def _require(sim: str) -> None:
-    from vta.hdltools.build import SimulatorError, simulator_version
-
-    try:
-        simulator_version(sim)
-    except SimulatorError as exc:
-        pytest.skip(str(exc))
+    needs.simulator(sim)
 
 
 @pytest.fixture(scope="module")
@@ -251,7 +247,7 @@ def test_faults_reported_like_the_golden_model(tiny, sim):
 
 # ------------------------------------------------------------------ bus errors, traffic at a fault
 sys.path.insert(0, str(Path(__file__).resolve().parent / "rtl"))
-import rtl_programs  # noqa: E402  (tests/rtl: programs shared with the module tests)
+import rtl_programs  # noqa: E402  (tests/sim/rtl: programs shared with the module tests)
 
 SPAN = 20 * 4096  # rtl_programs keep their addresses below this
 
@@ -619,7 +615,7 @@ def test_wheel_installs_and_runs_outside_the_source_tree(tmp_path):
     from pathlib import Path
 
     _require("icarus")
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     dist = tmp_path / "dist"
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(repo)]
     if importlib.util.find_spec("hatchling") is not None:

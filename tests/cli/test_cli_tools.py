@@ -50,6 +50,7 @@ def test_bench_fails_when_a_result_is_wrong(monkeypatch):
     assert "golden GEMM: the golden model's matmul differs from NumPy" in result.output
 
 
+@pytest.mark.sim
 def test_cache_list_and_clean(tmp_path, monkeypatch):
     from vta.backends.rtl import build_testbench
     from vta.config import Config

@@ -12,15 +12,16 @@ per-instruction traces must be identical.  A failure prints the seed and the
 first difference.  ``vta regress`` runs the same check on every program kind,
 at scale.
 
-    pytest tests/test_differential.py                   # a few seeds per simulator
-    pytest -m slow tests/test_differential.py           # many seeds
-    VTA_DIFF_SEEDS=100-199 pytest -m slow tests/test_differential.py -k verilator-default
+    pytest tests/sim/test_differential.py                   # a few seeds per simulator
+    pytest -m slow tests/sim/test_differential.py           # many seeds
+    VTA_DIFF_SEEDS=100-199 pytest -m slow tests/sim/test_differential.py -k verilator-default
 """
 
 from __future__ import annotations
 
 import os
 
+import needs
 import pytest
 
 import vta
@@ -51,13 +52,8 @@ def sessions():
     def get(sim: str, preset: str) -> Session:
         key = (sim, preset)
         if key not in opened:
-            from vta.hdltools.build import SimulatorError, simulator_version
-
-            try:
-                simulator_version(sim.split(":")[1] if ":" in sim else
-                                  "verilator" if sim.endswith("-sim") else sim)
-            except SimulatorError as exc:
-                pytest.skip(str(exc))
+            needs.simulator(sim.split(":")[1] if ":" in sim else
+                            "verilator" if sim.endswith("-sim") else sim)
             backend, _, simulator = sim.partition(":")  # "f1-sim:icarus": an AWS wrapper
             options = {"simulator": simulator} if simulator else {}
             opened[key] = Session(backend, vta.Config.load(preset), **options)

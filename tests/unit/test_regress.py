@@ -13,11 +13,13 @@ import os
 import sys
 from pathlib import Path
 
+import needs
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
 import vta
+from vta.backends import golden as golden_backend
 from vta.cli import main
 from vta.errors import ConfigError, ErrorCode, ExecutionError
 from vta.golden import GoldenModel
@@ -323,6 +325,30 @@ def test_cli_golden_local_cluster(tmp_path):
     assert "holes: none" in res.output and "programs/s" in res.output
 
 
+def test_against_spec_checks_the_fast_model(tmp_path, monkeypatch):
+    """``--against spec``: the golden backend (the fast model behind the host driver) against
+    the specification model.  One period of the schedule (every kind) passes; with a bug in
+    the fast model, the programs it matters to fail, named against the spec."""
+    out = tmp_path / "r"
+    res = CliRunner().invoke(main, ["regress", "--against", "spec", "-n", str(len(schedule())),
+                                    "--configs", "tiny", "-w", "1", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    header, records = _records(out)
+    assert (header["backend"], header["reference"]) == ("golden", "spec")
+    assert {r["status"] for r in records} == {"pass"}
+    assert {r["kind"] for r in records} == set(KINDS)
+    assert "golden against spec" in res.output
+    monkeypatch.setattr(golden_backend, "GoldenModel", MaxImmOffByOne)  # the device's model
+    plan = run.Plan.of("golden", [TINY], 3, kind="normal", reference="spec")
+    summary = run.regress(plan, tmp_path / "bug", workers=1, processes=False, shrink=0)
+    assert summary.failures and all(
+        r["mismatch"]["kind"] == "memory" and ": spec " in r["mismatch"]["message"]
+        for r in summary.failures), summary.failures
+    with pytest.raises(run.RegressError, match="reference must be one of golden, spec, not "
+                       "'fsim'"):
+        run.Plan.of("golden", [TINY], 1, reference="fsim")
+
+
 def test_resume_runs_only_what_is_missing(tmp_path):
     plan = run.Plan.of("golden", [TINY], 16)
     first = run.regress(plan, tmp_path, workers=1, processes=False)
@@ -349,7 +375,7 @@ def test_resume_runs_only_what_is_missing(tmp_path):
 
 
 def test_failures_are_reported_and_shrunk(tmp_path, monkeypatch):
-    monkeypatch.setattr(run, "REFERENCE", MaxImmOffByOne)
+    monkeypatch.setitem(run.REFERENCES, "golden", MaxImmOffByOne)
     res = CliRunner().invoke(main, ["regress", "-b", "golden", "-n", "3", "--configs", "tiny",
                                     "-w", "1", "-o", str(tmp_path), "--shrink", "1",
                                     "--kind", "normal"])
@@ -537,14 +563,10 @@ def test_bad_options(tmp_path):
     assert res.exit_code == 1 and "not 'huge'" in res.output
 
 
+@pytest.mark.sim
 def test_verilator_tiny_slice_covers_every_bin(tmp_path):
     """One period on the RTL (tiny): no mismatch, and every bin, back-pressure included."""
-    from vta.hdltools.build import SimulatorError, simulator_version
-
-    try:
-        simulator_version("verilator")
-    except SimulatorError as exc:
-        pytest.skip(str(exc))
+    needs.simulator("verilator")
     res = CliRunner().invoke(main, ["regress", "-n", str(len(schedule())), "--configs", "tiny",
                                     "-w", "2", "-o", str(tmp_path)])
     assert res.exit_code == 0, res.output
@@ -575,15 +597,11 @@ def test_load_of_padding_only_zeroes_its_entries():
     assert counters.inp_load_bytes == 4 * elem
 
 
+@pytest.mark.sim
 @pytest.mark.slow
 def test_seeded_failure_shrinks_on_the_rtl():
     """The same patched reference against Verilator (tiny): the shrunk case still fails there."""
-    from vta.hdltools.build import SimulatorError, simulator_version
-
-    try:
-        simulator_version("verilator")
-    except SimulatorError as exc:
-        pytest.skip(str(exc))
+    needs.simulator("verilator")
     session = Session("verilator", TINY, reference=MaxImmOffByOne)
     try:
         case = generate(TINY, 0, session.base, "normal")
@@ -637,6 +655,7 @@ def _verilator_or_skip():
         pytest.skip(str(exc))
 
 
+@pytest.mark.sim
 def test_dram_timing_changes_between_programs_without_a_restart():
     """set_timing: the same program under the same timing takes the same cycles (the
     stall generator restarts from the timing's seed), longer latency and stalls take more,
@@ -675,7 +694,7 @@ def test_records_carry_what_reproduces_them(tmp_path, monkeypatch):
     JUnit XML and the HTML report of the run."""
     import xml.etree.ElementTree as ET
 
-    monkeypatch.setattr(run, "REFERENCE", MaxImmOffByOne)
+    monkeypatch.setitem(run.REFERENCES, "golden", MaxImmOffByOne)
     out = tmp_path / "r"
     res = CliRunner().invoke(main, ["regress", "-b", "golden", "-n", "6", "--configs", "tiny",
                                     "-w", "1", "-o", str(out), "--kind", "normal",
@@ -729,7 +748,7 @@ def test_signatures_name_the_first_divergence():
 def test_failures_grouped_known_and_new(tmp_path, monkeypatch):
     """Failures by signature with counts; --previous marks them seen before, --known makes
     a run with only known failures pass; --max-failures stops early and --resume finishes."""
-    monkeypatch.setattr(run, "REFERENCE", MaxImmOffByOne)
+    monkeypatch.setitem(run.REFERENCES, "golden", MaxImmOffByOne)
     runner = CliRunner()
     first = tmp_path / "a"
     args = ["regress", "-b", "golden", "--configs", "tiny", "-w", "1", "--kind", "normal",
@@ -824,6 +843,7 @@ def test_rtl_coverage_files_are_read_and_merged(tmp_path):
         cov.merge(rtlcov.RtlCoverage("other"))
 
 
+@pytest.mark.sim
 def test_verilator_rtl_coverage_and_timing_per_program(tmp_path):
     """--rtl-coverage on Verilator (tiny): per-module line and toggle coverage of hdl/
     merged from both workers, every program under its own recorded DRAM timing."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "vta"
+PACKAGE = Path(__file__).resolve().parents[2] / "vta"
 
 #: Layers from the bottom up: a module may import its own layer and the ones below.
 #: A module belongs to the longest prefix listed.

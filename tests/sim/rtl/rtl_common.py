@@ -14,6 +14,7 @@ import os
 import random
 from pathlib import Path
 
+import needs
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -31,7 +32,7 @@ def sim_params(presets_verilator=("tiny", "default"), presets_icarus=("tiny",), 
     """pytest parameters (simulator, preset); presets in ``slow`` carry the slow marker.
 
     The default run keeps CI short (each preset is one more simulator build and
-    run per module); ``pytest -m slow tests/rtl`` runs the rest.
+    run per module); ``pytest -m slow tests/sim/rtl`` runs the rest.
     """
     out = []
     for sim, presets in (("verilator", presets_verilator), ("icarus", presets_icarus)):
@@ -42,12 +43,7 @@ def sim_params(presets_verilator=("tiny", "default"), presets_icarus=("tiny",), 
 
 
 def require(simulator: str) -> None:
-    from vta.hdltools.build import SimulatorError, simulator_version
-
-    try:
-        simulator_version(simulator)
-    except SimulatorError as exc:
-        pytest.skip(str(exc))
+    needs.simulator(simulator)
 
 
 def build_and_run(

@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from vta import synth
+from vta.hdltools import synth
 
 pytestmark = pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys not installed")
 

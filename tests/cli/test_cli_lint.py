@@ -148,11 +148,12 @@ def test_lint_command(tmp_path):
     assert data["errors"] == 2 and data["findings"][0]["check"] == "deadlock"
 
 
+@pytest.mark.sim
 def test_readme_debugging_example(tmp_path):
     """The README's walk: the race misbehaves with slow DRAM; lint names it; the fix is clean."""
     from pathlib import Path
 
-    example = Path(__file__).parents[1] / "examples" / "dense-race.vtaprog"
+    example = Path(__file__).parents[2] / "examples" / "dense-race.vtaprog"
     races = [f for f in lint.lint(progfile.load(example)) if f.severity == "error"]
     assert [(f.check, f.index) for f in races] == [("race", 9), ("race", 10), ("race", 11)]
     assert all("#13 (compute) may read before the load writes it" in f.message for f in races)
@@ -173,7 +174,7 @@ def _readme_commands() -> list[tuple[str, list[str]]]:
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     section = readme.split("\n## Debugging a VTA program\n", 1)[1].split("\n## ", 1)[0]
     commands = []
     for block in re.findall(r"```sh\n(.*?)```", section, re.S):
@@ -186,6 +187,7 @@ def _readme_commands() -> list[tuple[str, list[str]]]:
     return commands
 
 
+@pytest.mark.sim
 def test_readme_debugging_commands_run_verbatim(tmp_path, monkeypatch):
     """Each command of the README's debugging walk, copied as it is, gives the exit status and
     the output the README shows (whitespace aside), and writes the files it names."""
@@ -195,7 +197,7 @@ def test_readme_debugging_commands_run_verbatim(tmp_path, monkeypatch):
     from pathlib import Path
 
     (tmp_path / "examples").mkdir()
-    shutil.copy(Path(__file__).parents[1] / "examples" / "dense-race.vtaprog",
+    shutil.copy(Path(__file__).parents[2] / "examples" / "dense-race.vtaprog",
                 tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
     commands = _readme_commands()
