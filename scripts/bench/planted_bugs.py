@@ -7,7 +7,8 @@ mutated model
 becomes the *reference* of a regression whose device is the unmutated golden backend
 (so every difference is the planted bug), over ``--programs`` seeds of each
 configuration in seed order on one in-process worker.  Printed per mutation: programs
-run until the first failure, failing programs, their signatures (vta.regress.triage)
+run until the first failure, failing programs (a run stops at ``--max-failures``), their
+signatures (vta.regress.triage)
 with counts, and each signature's smallest failing program shrunk (instructions before
 -> after).  A Markdown table goes to stdout.
 
@@ -37,7 +38,8 @@ import mutate  # noqa: E402
 
 
 def mutant_model(m: mutate.Mutation, scratch: Path) -> type:
-    """``GoldenModel`` of the golden package with mutation ``m`` applied: a copy of
+    """The model of the golden package with mutation ``m`` applied (``SpecModel`` for a
+    mutation of the specification, else ``GoldenModel``): a copy of
     ``vta/golden/`` imported as ``vta_planted_NAME.golden``; every other module it imports is
     the real one (shared exception and instruction classes)."""
     import types
@@ -59,17 +61,19 @@ def mutant_model(m: mutate.Mutation, scratch: Path) -> type:
     for name, module in list(sys.modules.items()):
         if name.startswith("vta.") and not name.startswith("vta.golden"):
             sys.modules[f"{pkg}.{name[4:]}"] = module
-    return importlib.import_module(f"{pkg}.golden").GoldenModel
+    golden = importlib.import_module(f"{pkg}.golden")
+    # a bug planted in the specification shows in the specification model
+    return golden.SpecModel if m.file.endswith("/spec.py") else golden.GoldenModel
 
 
 def run(m: mutate.Mutation, configs, programs: int, budget: float, shrink: int,
-        scratch: Path) -> dict:
+        scratch: Path, max_failures: int) -> dict:
     model = mutant_model(m, scratch)
     plan = Plan.of("golden", configs, programs)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
         s = regress(plan, out, workers=1, processes=False, reference=model, shrink=shrink,
-                    shrink_budget=budget)
+                    shrink_budget=budget, max_failures=max_failures)
     bad = [r for r in s.failures]
     first = min((r["seed"] for r in bad), default=None)
     until = None if first is None else (first - plan.seed) * len(configs) + 1 + \
@@ -88,6 +92,8 @@ def main() -> None:
     ap.add_argument("--only", default="")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds per shrink")
     ap.add_argument("--shrink", type=int, default=5, help="signatures shrunk per mutation")
+    ap.add_argument("--max-failures", type=int, default=10,
+                    help="stop a mutation's run after this many failing programs")
     args = ap.parse_args()
     wanted = set(filter(None, args.only.split(",")))
     muts = [m for m in mutate.MUTATIONS if m.file.startswith("vta/golden/")
@@ -100,7 +106,8 @@ def main() -> None:
     print("|---|---|---:|---:|---|---|")
     scratch = Path(tempfile.mkdtemp(prefix="vta-planted-"))
     for m in muts:
-        r = run(m, configs, args.programs, args.budget, args.shrink, scratch)
+        r = run(m, configs, args.programs, args.budget, args.shrink, scratch,
+                args.max_failures)
         sigs = "; ".join(f"`{sig}` ({n})" for sig, n in r["groups"]) or "not found"
         sizes = []
         for sig, _ in r["groups"]:
