@@ -350,9 +350,9 @@ def _field_candidates(insn) -> Iterable[dict[str, int]]:
 
 
 def _range_candidates(insn) -> Iterable[dict[str, int]]:
-    """A LOAD's or STORE's rows and columns cut down: to one, the back half dropped,
-    then the front half (the range keeps its end: base addresses move up), then the
-    first one alone."""
+    """A LOAD's or STORE's rows and columns cut down: to one, the back half dropped, then
+    from the front (the range keeps its end, the base addresses move up) half of them, all
+    but the last, or the first alone."""
     y, x = insn.y_size, insn.x_size
     # entries of one scratchpad row (a LOAD's pads included; a STORE has none)
     row = insn.x_pad_0 + x + insn.x_pad_1
