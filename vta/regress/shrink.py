@@ -3,7 +3,8 @@
 :func:`shrink` takes a :class:`~vta.regress.generator.Case` that fails and a
 predicate saying whether a candidate still fails *the same way* (same
 :attr:`~vta.regress.check.Mismatch.signature`; :func:`same_failure` builds it
-from a session).  Candidates whose engines race, or that read a scratchpad
+from a session; it runs every candidate from zeroed scratchpads).  Candidates
+whose engines race, or that read a scratchpad
 entry nothing in the candidate wrote (:mod:`vta.regress.races`), are never
 kept: their result would depend on a backend's timing or on what ran before,
 and the shrunk program must replay the same on a freshly opened device.
@@ -21,7 +22,9 @@ Passes, repeated until none makes progress or the budget is spent:
 4. **fields** (one at a time): loop extents to 1, then halved; loop factors,
    pads and immediates to 0; LOAD/STORE rows and columns to one, the back or
    the front half dropped (the front by moving the base addresses), strides
-   to the row size;
+   to the row size; a micro-op LOAD's pads dropped; a one-entry STORE moved
+   onto the first entry a GEMM/ALU writes; a GEMM/ALU loop cut to its last
+   iteration (its micro-ops moved along);
 5. **data**: zero the bytes no LOAD reads, then 1 KiB chunks (ddmin).
 """
 
