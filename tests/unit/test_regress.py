@@ -408,11 +408,13 @@ def test_killed_workers_lose_no_result(tmp_path, monkeypatch):
     assert crash["seed"] == 40 and "died" in crash["message"] and crash["attempts"] == 2
     _, records = _records(tmp_path / "r")
     assert sorted(r["seed"] for r in records) == [38, 39, 40, 41]
-    # the program whose worker died once is marked: a second attempt, rescheduled once
+    # the programs the dead worker held are marked: a second attempt, rescheduled once
+    # (the one it was running; the scheduler may have given it the next one already)
     retried = [r for r in records if r["status"] == "pass" and r["attempts"] > 1]
-    assert len(retried) == 1 and retried[0]["attempts"] == 2 and retried[0]["rescheduled"] == 1
-    assert all(r["attempts"] == 1 for r in records if r["status"] == "pass"
-               and r is not retried[0])
+    assert 1 <= len(retried) <= 2
+    assert all(r["attempts"] == 2 and r["rescheduled"] == 1 for r in retried)
+    assert all("rescheduled" not in r for r in records if r not in retried and
+               r["status"] == "pass")
 
 
 @pytest.fixture

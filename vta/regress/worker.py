@@ -46,6 +46,13 @@ _SETUP = threading.local()
 #: Seconds between the RTL coverage writes of a session (also written at the run's end).
 COVERAGE_EVERY = 300.0
 _COVERAGE_SENT: dict[tuple, float] = {}
+#: Coverage of sessions closed after a failure, not yet sent with a result.
+_PENDING: dict[str, int] = {}
+
+
+def _add(total: dict[str, int], counts: dict[str, int]) -> None:
+    for k, v in counts.items():
+        total[k] = total.get(k, 0) + v
 
 
 @dataclass(frozen=True)
@@ -106,12 +113,17 @@ def session_for(job: Job) -> Session:
 
 
 def drop_session(job: Job) -> None:
-    """Close and forget this thread's session for ``job`` (after a crash)."""
+    """Close and forget this thread's session for ``job`` (after a crash); its RTL coverage
+    since the last write, if the simulator still answers, goes with the next result."""
     with _LOCK:
         keys = [k for k in _SESSIONS if k[0] == threading.get_ident() and k[1] == job.backend
                 and k[2] == tuple(sorted(job.config.items()))]
         sessions = [_SESSIONS.pop(k) for k in keys]
     for s in sessions:
+        try:
+            _add(_PENDING, _write_coverage(s) or {})
+        except Exception:  # noqa: BLE001 -- a crashed simulator writes nothing
+            pass
         try:
             s.close()
         except Exception:  # noqa: BLE001 -- a crashed simulator may fail to close cleanly
@@ -146,10 +158,10 @@ def flush_coverage() -> dict[str, int]:
     total: dict[str, int] = {}
     with _LOCK:
         sessions = list(_SESSIONS.values())
+    _add(total, _PENDING)
+    _PENDING.clear()
     for s in sessions:
-        counts = _write_coverage(s)
-        for k, v in (counts or {}).items():
-            total[k] = total.get(k, 0) + v
+        _add(total, _write_coverage(s) or {})
     return total
 
 
@@ -205,10 +217,12 @@ def run_job(job: Job) -> dict[str, Any]:
     record["seconds"] = round(time.perf_counter() - start - setup, 4)
     if setup:
         record["setup"] = round(setup, 3)  # simulator build and start-up, apart
+    counts = dict(_PENDING)
+    _PENDING.clear()
     if used and result is not None:
-        counts = _coverage_due(used[-1])
-        if counts:
-            record["rtl_coverage"] = counts
+        _add(counts, _coverage_due(used[-1]) or {})
+    if counts:
+        record["rtl_coverage"] = counts
     if result is None:
         record.update(status="crash", message=failures[-1])
         return record
