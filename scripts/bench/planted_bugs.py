@@ -67,11 +67,12 @@ def mutant_model(m: mutate.Mutation, scratch: Path) -> type:
 
 
 def run(m: mutate.Mutation, configs, programs: int, budget: float, shrink: int,
-        scratch: Path, max_failures: int) -> dict:
+        scratch: Path, max_failures: int, keep: Path | None = None) -> dict:
     model = mutant_model(m, scratch)
     plan = Plan.of("golden", configs, programs)
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as out:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = tmp if keep is None else keep / m.name
         s = regress(plan, out, workers=1, processes=False, reference=model, shrink=shrink,
                     shrink_budget=budget, max_failures=max_failures)
     bad = [r for r in s.failures]
@@ -94,6 +95,8 @@ def main() -> None:
     ap.add_argument("--shrink", type=int, default=5, help="signatures shrunk per mutation")
     ap.add_argument("--max-failures", type=int, default=10,
                     help="stop a mutation's run after this many failing programs")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="keep each mutation's run (results, shrunk programs) in KEEP/NAME")
     args = ap.parse_args()
     wanted = set(filter(None, args.only.split(",")))
     muts = [m for m in mutate.MUTATIONS if m.file.startswith("vta/golden/")
@@ -107,7 +110,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="vta-planted-"))
     for m in muts:
         r = run(m, configs, args.programs, args.budget, args.shrink, scratch,
-                args.max_failures)
+                args.max_failures, args.keep)
         sigs = "; ".join(f"`{sig}` ({n})" for sig, n in r["groups"]) or "not found"
         sizes = []
         for sig, _ in r["groups"]:

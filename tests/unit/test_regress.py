@@ -22,17 +22,20 @@ import vta
 from vta.backends import golden as golden_backend
 from vta.cli import main
 from vta.errors import ConfigError, ErrorCode, ExecutionError
-from vta.golden import GoldenModel
-from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, encode_stream
+from vta.golden import GoldenModel, SpecModel
+from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, Uop, encode_stream
+from vta.progfile import elem_bytes
 from vta.progfile.lint import lint
 from vta.regress import coverage, races, run, triage
 from vta.regress.check import Session
 from vta.regress.configs import parse_configs, random_config
 from vta.regress.generator import (
+    DATA_BYTES,
     FAULTS,
     KINDS,
     WEIGHTS,
     Case,
+    Layout,
     generate,
     kind_of_seed,
     schedule,
@@ -240,6 +243,164 @@ def test_seeded_failure_shrinks_to_a_few_instructions():
         assert honest.check(small)[2] is None
     finally:
         honest.close()
+
+
+# The local minima the first shrinker stopped in (the planted-bug table of docs/regress.md):
+# each a specification model with one plausible bug, and the program it stopped at.
+class Acc8Unsigned(SpecModel):
+    """ACC_8BIT LOADs zero-extended into the accumulator instead of sign-extended."""
+
+    def load(self, engine, index, insn):
+        counts = super().load(engine, index, insn)
+        if insn.memory_type == MemId.ACC_8BIT and insn.x_size:
+            n = (insn.y_pad_0 + insn.y_size + insn.y_pad_1) * (
+                insn.x_pad_0 + insn.x_size + insn.x_pad_1)
+            self.sp.acc[insn.sram_base:insn.sram_base + n] &= 0xFF
+        return counts
+
+
+class FirstStoreRowWins(SpecModel):
+    """Overlapping STORE rows written last row first, so that the first row wins."""
+
+    def store(self, index, insn):
+        counts = super().store(index, insn)
+        if insn.x_size and insn.y_size > 1:
+            elem = self.sp.out[0].nbytes
+            for y, (lo, hi) in reversed(list(enumerate(
+                    self.dram_rows("store", index, insn, elem)))):
+                rows = self.sp.out[insn.sram_base + y * insn.x_size:][:insn.x_size]
+                self.mem[lo:hi] = rows.reshape(-1).view(np.uint8)
+        return counts
+
+
+class ResetZeroesOut(SpecModel):
+    """A GEMM reset zeroes OUT as well as ACC."""
+
+    def gemm(self, index, insn, deadline):
+        counts = super().gemm(index, insn, deadline)
+        if insn.reset_reg:
+            uops = self.micro_ops(index, insn, "GEMM", [("dst_idx", "acc")])
+            for dst, _, _ in self.nest(index, insn, uops, deadline):
+                self.sp.out[dst] = 0
+        return counts
+
+
+def _stuck_case(insns: list, kernels: list, data: bytes) -> Case:
+    """A case of ``insns`` (addresses relative to the arena's areas: ``("zeros", n)``...)."""
+    lay = Layout.of(TINY)
+
+    def place(insn):
+        if isinstance(getattr(insn, "dram_base", None), tuple):
+            area, n = insn.dram_base
+            e = elem_bytes(TINY, insn.memory_type)
+            return insn.replace(dram_base=(BASE + getattr(lay, area)) // e + n)
+        return insn
+
+    return Case(TINY, 0, "stuck", BASE, [place(i) for i in insns], kernels, data)
+
+
+def _ld(mem, sram, area, n, y=1, x=1, stride=None, pads=(0, 0, 0, 0), **deps):
+    op = Opcode.STORE if mem == MemId.OUT else Opcode.LOAD
+    return MemInsn(opcode=op, memory_type=mem, sram_base=sram, dram_base=(area, n), y_size=y,
+                   x_size=x, x_stride=x if stride is None else stride, y_pad_0=pads[0],
+                   y_pad_1=pads[1], x_pad_0=pads[2], x_pad_1=pads[3], **deps)
+
+
+def _uop_load(sram):
+    return MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=sram, y_size=1,
+                   x_size=1, x_stride=1)
+
+
+def _alu(op, bgn, **kw):
+    return AluInsn(opcode=Opcode.ALU, alu_opcode=op, uop_bgn=bgn, uop_end=bgn + 1,
+                   **{"iter_out": 1, "iter_in": 1, **kw})
+
+
+FINISH = GemmInsn(opcode=Opcode.FINISH)
+
+# (reference, the case, the fewest instructions its signature needs)
+STUCK = {
+    # an ACC_8BIT block's pad entry can be MAX's destination: the ACC LOAD of 76 goes
+    "acc8-sign": (Acc8Unsigned, lambda: _stuck_case(
+        [_ld(MemId.ACC, 76, "zeros", 76), _ld(MemId.OUT, 76, "out", 70, pop_prev_dep=1),
+         _ld(MemId.ACC_8BIT, 80, "data", 1230, y=3, x=4, pads=(1, 0, 1, 2)),
+         _uop_load(182), _alu(AluOp.MAX, 182, push_next_dep=1), FINISH],
+        [None, None, None, [Uop(dst_idx=76, src_idx=102)], None, None],
+        b"\xf0" * DATA_BYTES), 5),
+    # random ACC values tell the two rows apart without a MIN (and its micro-op LOAD)
+    "store-row-order": (FirstStoreRowWins, lambda: _stuck_case(
+        [_ld(MemId.ACC, 0, "zeros", 0, x=16), _uop_load(26),
+         _alu(AluOp.ADD, 26, iter_out=16, dst_factor_out=1, use_imm=1),
+         _ld(MemId.OUT, 11, "out", 25, y=2, x=2, stride=0, pop_prev_dep=1), _uop_load(45),
+         _alu(AluOp.MIN, 45, use_imm=1, imm=-822, push_next_dep=1), FINISH],
+        [None, [Uop()], None, None, [Uop(dst_idx=12, src_idx=19)], None, None],
+        bytes(DATA_BYTES)), 5),
+    # the reset can use MAX's micro-op: its own micro-op LOAD goes (6: an ACC LOAD, the
+    # micro-op, MAX writing OUT, the reset, the STORE and FINISH)
+    "reset-writes-out": (ResetZeroesOut, lambda: _stuck_case(
+        [_ld(MemId.ACC, 37, "zeros", 37), _uop_load(95),
+         _alu(AluOp.MAX, 95, use_imm=1, imm=14340), _uop_load(195),
+         GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=195, uop_end=196, iter_out=1,
+                  iter_in=1, push_next_dep=1),
+         _ld(MemId.OUT, 37, "out", 45, pop_prev_dep=1), FINISH],
+        [None, [Uop(dst_idx=37, src_idx=42)], None, [Uop(dst_idx=37, src_idx=54, wgt_idx=17)],
+         None, None, None], bytes(DATA_BYTES)), 6),
+}
+
+
+@pytest.mark.parametrize("name", list(STUCK))
+def test_shrinker_leaves_the_first_rounds_local_minima(name):
+    """The moves (data instead of zeros, shared micro-ops, renamed entries) take the programs
+    the first shrinker stopped at down to what their signature needs; each result still
+    fails the same way, replays anywhere and passes on the specification model."""
+    reference, make, least = STUCK[name]
+    case = make()
+    assert races.races(case) == [] and races.undefined_reads(case) == []
+    session = Session("golden", TINY, reference=reference)
+    try:
+        session.scrub()
+        ref, dut, mismatch = session.check(case)
+        assert mismatch is not None and mismatch.signature == ("memory", "out")
+        fine = triage.signature(case, ref, dut, mismatch)
+        result = shrink(case, same_failure(session, mismatch, fine), budget=60)
+        small = result.case
+        assert result.stats["complete"]
+        assert small.insn_count == least < case.insn_count, [str(i) for i in small.insns]
+        assert races.races(small) == [] and races.undefined_reads(small) == []
+        session.scrub()
+        ref, dut, again = session.check(small)
+        assert triage.signature(small, ref, dut, again) == fine
+    finally:
+        session.close()
+    honest = Session("golden", TINY, reference=SpecModel)
+    try:
+        honest.scrub()
+        assert honest.check(small)[2] is None
+    finally:
+        honest.close()
+
+
+class FactorsSwapped(SpecModel):
+    """The destination takes the inner loop's factor on the outer loop and vice versa."""
+
+    @staticmethod
+    def factors(insn):
+        out = SpecModel.factors(insn)
+        (do, di) = out["dst_idx"]
+        return {**out, "dst_idx": (di, do)}
+
+
+def test_scrub_zeroes_the_reference_whatever_its_loops_do():
+    """A reference whose ALU loops do not reach every entry the scrub program names is made
+    anew: nothing an earlier program left stays (its failures would not replay)."""
+    session = Session("golden", TINY, reference=FactorsSwapped)
+    try:
+        session.check(generate(TINY, 0, session.base, "normal"))
+        assert np.count_nonzero(session.ref.sp.out)
+        session.scrub()
+        assert not any(np.count_nonzero(b) for b in session.ref.sp.buffers().values())
+    finally:
+        session.close()
 
 
 class CountsOneMoreGemm(GoldenModel):

@@ -264,8 +264,15 @@ class Session:
         """Zero every scratchpad (UOP, INP, WGT, ACC, OUT) on both sides.
 
         The shrinker runs this before each candidate, so that a candidate
-        without the prologue still starts from the same state on both.
+        without the prologue still starts from the same state on both.  The
+        reference is made anew (a new model's scratchpads are zero and it has
+        no plans cached): a reference whose loops do not reach every entry the
+        scrub program names would otherwise keep what earlier programs left
+        there, and whether a candidate fails would depend on them.
         """
+        fresh = self.reference(self.cfg, self.ref.mem)
+        fresh.bus_error = self.ref.bus_error
+        self.ref = fresh
         case = scrub_case(self.cfg, self.base)
         ref, dut, mismatch = self.check(case)
         if ref.error or dut.error or mismatch:
