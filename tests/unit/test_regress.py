@@ -463,6 +463,60 @@ def test_a_crashing_simulator_is_reopened_and_the_program_retried(monkeypatch):
     assert record["seed"] == 3 and record["attempts"] == 2
 
 
+def test_a_session_closed_after_a_failure_sends_its_coverage_first(monkeypatch, tmp_path):
+    """RTL coverage is not lost with a session dropped after a simulator failure: its counts
+    since the last write go with the worker's next result (af7e206), so the run's total
+    counts every program once."""
+    from vta.backends.rtl import SimulatorCrashError
+    from vta.regress import worker
+
+    point = ("C '\x01f\x02/x/hdl/vta_alu.v\x01l\x0210\x01n\x021\x01t\x02line"
+             "\x01page\x02v_line/vta_alu\x01o\x02block\x01h\x02vta_tb.dut.alu' {}\n")
+    crashed = []
+
+    class Counting(Session):
+        """A golden session whose transport counts programs as one coverage point."""
+
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            self.programs = 0
+            transport = self.dut.driver.transport
+            transport.coverage = True
+            transport.write_coverage = self.write
+
+        def write(self, path, *, zero=True):
+            Path(path).write_text("# SystemC::Coverage-3\n" + point.format(self.programs))
+            self.programs = 0 if zero else self.programs
+            return True
+
+        def check(self, case):
+            if case.seed == 2 and not crashed:
+                crashed.append(case.seed)
+                raise SimulatorCrashError("the simulator stopped answering")
+            self.programs += 1
+            return super().check(case)
+
+    monkeypatch.setattr(worker, "Session", Counting)
+    monkeypatch.setattr(worker, "COVERAGE_EVERY", 1e9)  # written only when dropped, at the end
+    try:
+        records = [worker.run_job(worker.Job("golden", worker.config_dict(TINY), seed))
+                   for seed in range(5)]
+        at_end = worker.flush_coverage()
+        # a shrink whose simulator fails: its session's counts wait for the run's end
+        worker.run_job(worker.Job("golden", worker.config_dict(TINY), 5))
+        crashed.clear()
+        assert worker.shrink_job(worker.Job("golden", worker.config_dict(TINY), 2))[
+            "status"] == "crash"
+        after_shrink = worker.flush_coverage()
+    finally:
+        worker.close_sessions()
+    assert [r["status"] for r in records] == ["pass"] * 5 and records[2]["attempts"] == 2
+    # the dropped session's 2 programs ride with the retried program's record
+    assert [sum(r.get("rtl_coverage", {}).values()) for r in records] == [0, 0, 2, 0, 0]
+    assert sum(at_end.values()) == 3  # the reopened session's: seeds 2, 3 and 4
+    assert sum(after_shrink.values()) == 2  # seed 5 and the shrink's scrub; then it failed
+
+
 # ------------------------------------------------------------------ engine and CLI
 def _records(out: Path) -> tuple[dict, list[dict]]:
     lines = (out / "results.jsonl").read_text().splitlines()
