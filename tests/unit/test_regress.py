@@ -33,6 +33,9 @@ from vta.regress.generator import (
     DATA_BYTES,
     FAULTS,
     KINDS,
+    OUTCOMES,
+    VERSION,
+    VERSIONS,
     WEIGHTS,
     Case,
     Layout,
@@ -75,32 +78,38 @@ class Killer(GoldenModel):
 
 
 # ------------------------------------------------------------------ generator
-def _digest(cfg: vta.Config, seeds) -> str:
+def _digest(cfg: vta.Config, seeds, version: int = VERSION) -> str:
     h = hashlib.sha256()
     for s in seeds:
-        h.update(bytes(generate(cfg, s, BASE).image()))
+        h.update(bytes(generate(cfg, s, BASE, version=version, mem_size=1 << 24).image()))
     return h.hexdigest()
 
 
 def test_seeds_name_programs():
     """A seed is a complete bug report: the same seed gives the same bytes, across versions.
 
-    A change of the generator that alters any program must bump
-    GENERATOR_VERSION (results files of another version are not resumed).
+    A kind's programs never change; a new kind goes into a new version of the schedule
+    (GENERATOR_VERSION), and the schedules of earlier versions stay (results files record
+    theirs).  Version 1's digest is that of every release before version 2.
     """
-    assert run.GENERATOR_VERSION == 1
-    assert _digest(TINY, range(41)) == (
+    assert run.GENERATOR_VERSION == 2
+    assert _digest(TINY, range(41), version=1) == (
         "c297caee660daaa057cdafc79ee96e30554cb467fa588a919d3699a5200d0a5d")
+    assert _digest(TINY, range(49)) == (
+        "7a32e9ba3c72ae77ca77bbf223b7e4a111ef844675abd002fd284f811a511619")
     a, b = generate(TINY, 5, BASE), generate(TINY, 6, BASE)
     assert bytes(a.image()) != bytes(b.image())
 
 
-def test_schedule_has_every_kind_by_weight():
-    period = schedule()
-    assert len(period) == sum(WEIGHTS.values())
-    assert {k: period.count(k) for k in KINDS} == WEIGHTS
-    assert [kind_of_seed(s) for s in range(len(period))] == list(period)
-    assert kind_of_seed(len(period) + 3) == period[3]
+@pytest.mark.parametrize("version", [1, 2])
+def test_schedule_has_every_kind_by_weight(version):
+    weights = VERSIONS[version]
+    period = schedule(version)
+    assert len(period) == sum(weights.values()) == (41, 49)[version - 1]
+    assert {k: period.count(k) for k in weights} == weights
+    assert [kind_of_seed(s, version) for s in range(len(period))] == list(period)
+    assert kind_of_seed(len(period) + 3, version) == period[3]
+    assert set(WEIGHTS) <= set(weights) <= set(KINDS)
 
 
 @pytest.mark.parametrize("cfg", [TINY, random_config(4)], ids=["tiny", "rand4-batch4"])
@@ -110,10 +119,10 @@ def test_every_kind_ends_as_designed(cfg):
     try:
         for kind in KINDS:
             for seed in (0, 1):
-                case = generate(cfg, seed, session.base, kind)
+                case = generate(cfg, seed, session.base, kind, mem_size=session.mem_size)
                 ref, dut, mismatch = session.check(case)
                 assert mismatch is None, f"{case.describe()}: {mismatch.message}"
-                want = kind.removeprefix("fault-") if kind.startswith("fault-") else "ok"
+                want = OUTCOMES[kind]
                 assert ref.code == want, f"{case.describe()}: {ref.error}"
                 note = case.notes[-1]
                 if want not in ("ok", "DEADLOCK", "NO_FINISH", "TOKEN_OVERFLOW"):
@@ -124,9 +133,9 @@ def test_every_kind_ends_as_designed(cfg):
 
 def test_generated_programs_are_race_free_and_defined():
     for kind in KINDS:
-        if kind.startswith("fault-"):
+        if OUTCOMES[kind] != "ok":
             continue
-        for seed in range(12 if kind in ("normal", "edge") else 1):
+        for seed in range(12 if kind in ("normal", "edge", "chain") else 2):
             case = generate(TINY, seed, BASE, kind)
             assert races.races(case) == [], case.describe()
             assert races.undefined_reads(case) == [], case.describe()
@@ -614,8 +623,8 @@ def test_killed_workers_lose_no_result(tmp_path, monkeypatch):
     """A task whose worker dies is retried on another; dying twice makes it a crash record."""
     marker = tmp_path / "killed"
     monkeypatch.setenv("VTA_TEST_KILL_MARKER", str(marker))  # the workers inherit it
-    assert kind_of_seed(40) == "fault-NO_FINISH"
-    plan = run.Plan.of("golden", [TINY], 4, seed=38)
+    assert kind_of_seed(40, 1) == "fault-NO_FINISH"
+    plan = run.Plan.of("golden", [TINY], 4, seed=38, generator=1)
     summary = run.regress(plan, tmp_path / "r", workers=2, reference=Killer)
     assert marker.exists()  # a worker died once, and that program passed on the retry
     assert summary.counts == {"pass": 3, "crash": 1}

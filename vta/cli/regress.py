@@ -41,8 +41,12 @@ Examples:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="first seed (seeds SEED .. SEED+N-1)")
 @click.option("--kind", default=None, metavar="KIND",
-              help="only this program kind (normal, edge, flood-*, fill-*, fault-*; see "
-              "docs/regress.md); default: every kind, by a fixed schedule of seeds")
+              help="only this program kind (normal, edge, chain, reach, late-pop, flood-*, "
+              "fill-*, fault-*, over-*; see docs/regress.md); default: every kind, by a "
+              "fixed schedule of seeds")
+@click.option("--generator", "generator", type=click.Choice(["1", "2"]), default="2",
+              show_default=True, help="the generator version whose schedule gives each "
+              "seed's kind (1: the kinds and schedule before the targeted kinds)")
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help="local worker processes (default: one per core)")
 @click.option("--cluster", default=None, metavar="ADDRESS",
@@ -96,8 +100,8 @@ Examples:
               "repeated: the runs merged, reports and rtl-coverage.json written to OUT")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: str, seed: int,
-                kind: str | None, workers: int | None, cluster: str | None, ship: bool,
-                out: Path, resume: Path | None, shrink: int, shrink_budget: float,
+                kind: str | None, generator: str, workers: int | None, cluster: str | None,
+                ship: bool, out: Path, resume: Path | None, shrink: int, shrink_budget: float,
                 stall: float | None, latency: int | None, timing: str | None,
                 rtl_coverage: bool, directed: bool, max_time: float | None,
                 max_failures: int | None, known_file: Path | None, previous: Path | None,
@@ -150,7 +154,8 @@ def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: 
                 options["coverage"] = True
             configs = parse_configs(configs_spec, seed)
             plan = Plan.of(backend, configs, programs, seed=seed, kind=kind, options=options,
-                           timing=timing, directed=directed, reference=against)
+                           timing=timing, directed=directed, reference=against,
+                           generator=int(generator))
             out.mkdir(exist_ok=True)
             for cfg in configs:
                 if cfg.name.startswith("rand"):

@@ -11,7 +11,7 @@ two programs with the same signature are very likely the same bug:
 * ``fault SRAM_RANGE/ok at compute ALU.ADD.tensor``: how each side ended
   (golden/device) and the instruction the golden model faulted at (or, for a
   fault only the device saw, the device's), ``... (where)`` when the code is
-  the same but the place is not;
+  the same but the place is not, ``... (address)`` when a bus error's address is not;
 * ``counter gemm_uops``, ``trace compute GEMM pop=l2g push=-``, ``hang``.
 
 :class:`Triage` groups a run's failures by signature, with counts, a
@@ -73,7 +73,8 @@ def signature(case: Case, ref, dut, mismatch) -> str:
     if kind == "memory":
         return _memory_signature(case, ref, dut, mismatch.detail)
     if kind == "outcome":
-        where = " (where)" if mismatch.detail.endswith("(where)") else ""
+        where = next((f" {w}" for w in ("(where)", "(address)") if mismatch.detail.endswith(w)),
+                     "")
         side = ref.error if ref.error is not None else dut.error
         at = ""
         if side is not None and side.get("index") is not None and side["index"] < len(case.insns):
