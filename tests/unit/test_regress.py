@@ -96,7 +96,7 @@ def test_seeds_name_programs():
     assert _digest(TINY, range(41), version=1) == (
         "c297caee660daaa057cdafc79ee96e30554cb467fa588a919d3699a5200d0a5d")
     assert _digest(TINY, range(49)) == (
-        "7a32e9ba3c72ae77ca77bbf223b7e4a111ef844675abd002fd284f811a511619")
+        "2021591488370f58a3469dce53f0de23e4fd04320962ce0b558fd9a3b576f03c")
     a, b = generate(TINY, 5, BASE), generate(TINY, 6, BASE)
     assert bytes(a.image()) != bytes(b.image())
 
@@ -598,6 +598,36 @@ def test_resume_runs_only_what_is_missing(tmp_path):
         run.regress(None, tmp_path, resume=True)
 
 
+def test_generator_version_end_to_end(tmp_path):
+    """--generator 1 gives each seed version 1's kind (seed 2: normal, where version 2 has
+    a chain), a resumed file goes on with its own version, and --generator naming another
+    version is refused with one line (exit 1)."""
+    out = tmp_path / "r"
+    args = ["regress", "-b", "golden", "--configs", "tiny", "-w", "1", "-o", str(out)]
+    res = CliRunner().invoke(main, [*args, "-n", "4", "--generator", "1"])
+    assert res.exit_code == 0, res.output
+    header, records = _records(out)
+    assert header["generator"] == 1
+    assert [r["kind"] for r in records] == ["normal", "edge", "normal", "edge"]
+    path = out / "results.jsonl"
+    path.write_text("\n".join(path.read_text().splitlines()[:2]) + "\n")  # seed 0 only
+    refused = CliRunner().invoke(main, ["regress", "--resume", str(path), "--generator", "2"])
+    assert refused.exit_code == 1
+    assert refused.output.strip().splitlines() == [
+        f"Error: RegressError: {path} was written by generator version 1, not 2 "
+        "(--generator): resume it without --generator (its own version), or start a new run"]
+    for extra in ([], ["--generator", "1"]):
+        path.write_text("\n".join(path.read_text().splitlines()[:2]) + "\n")
+        res = CliRunner().invoke(main, ["regress", "--resume", str(path), "-w", "1", *extra])
+        assert res.exit_code == 0, res.output
+        _, records = _records(out)
+        assert sorted((r["seed"], r["kind"]) for r in records) == [
+            (0, "normal"), (1, "edge"), (2, "normal"), (3, "edge")]
+    res = CliRunner().invoke(main, [*args, "-n", "1", "--generator", "1", "--kind", "chain",
+                                    "-o", str(tmp_path / "v1chain")])
+    assert res.exit_code == 1 and "kind must be one of normal, edge, flood-load" in res.output
+
+
 def test_failures_are_reported_and_shrunk(tmp_path, monkeypatch):
     monkeypatch.setitem(run.REFERENCES, "golden", MaxImmOffByOne)
     res = CliRunner().invoke(main, ["regress", "-b", "golden", "-n", "3", "--configs", "tiny",
@@ -924,9 +954,10 @@ def test_records_carry_what_reproduces_them(tmp_path, monkeypatch):
     out = tmp_path / "r"
     res = CliRunner().invoke(main, ["regress", "-b", "golden", "-n", "6", "--configs", "tiny",
                                     "-w", "1", "-o", str(out), "--kind", "normal",
-                                    "--shrink", "0"])
+                                    "--shrink", "0", "--generator", "1"])
     assert res.exit_code == 3, res.output
     header, records = _records(out)
+    assert header["generator"] == 1
     prov = header["provenance"]
     assert prov["vta"] == vta.__version__ and prov["hdl"] and prov["testbench"]
     assert prov["commit"] is None or len(prov["commit"]) == 40
@@ -936,10 +967,12 @@ def test_records_carry_what_reproduces_them(tmp_path, monkeypatch):
     assert cmd[:3] == ["vta", "regress", "-b"] and f"{failed[0]['seed']}" in cmd
     again = CliRunner().invoke(main, cmd[1:])
     assert again.exit_code == 3, again.output
-    _, rerun = _records(Path(cmd[cmd.index("-o") + 1]))
+    rerun_header, rerun = _records(Path(cmd[cmd.index("-o") + 1]))
     assert [(r["seed"], r["signature"]) for r in rerun] == [(failed[0]["seed"],
                                                              failed[0]["signature"])]
+    assert rerun_header["generator"] == 1  # the version of the run it repeats
     suites = ET.parse(out / "junit.xml").getroot()
+    assert {p.get("value") for p in suites.findall(".//property[@name='generator']")} == {"1"}
     cases = suites.findall(".//testcase")
     assert len(cases) == len(records)
     fails = suites.findall(".//failure")

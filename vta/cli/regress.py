@@ -44,9 +44,10 @@ Examples:
               help="only this program kind (normal, edge, chain, reach, late-pop, flood-*, "
               "fill-*, fault-*, over-*; see docs/regress.md); default: every kind, by a "
               "fixed schedule of seeds")
-@click.option("--generator", "generator", type=click.Choice(["1", "2"]), default="2",
-              show_default=True, help="the generator version whose schedule gives each "
-              "seed's kind (1: the kinds and schedule before the targeted kinds)")
+@click.option("--generator", "generator", type=click.Choice(["1", "2"]), default=None,
+              help="the generator version whose schedule gives each seed's kind (1: the "
+              "kinds and schedule before the targeted kinds)  [default: 2; with --resume: "
+              "the file's, and a different one is refused]")
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help="local worker processes (default: one per core)")
 @click.option("--cluster", default=None, metavar="ADDRESS",
@@ -121,7 +122,7 @@ def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: 
     """
     from ..errors import VTAError
     from ..regress.configs import parse_configs
-    from ..regress.run import Plan
+    from ..regress.run import GENERATOR_VERSION, Plan
     from ..regress.triage import previous_signatures, read_known
 
     try:
@@ -132,6 +133,8 @@ def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: 
         elif resume is not None:
             plan = None
             out = resume.parent
+            if generator is not None:
+                _check_generator(resume, int(generator))
         else:
             backend = backend or ("golden" if against == "spec" else "verilator")
             options = {k: v for k, v in (("stall", stall), ("latency", latency))
@@ -155,7 +158,7 @@ def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: 
             configs = parse_configs(configs_spec, seed)
             plan = Plan.of(backend, configs, programs, seed=seed, kind=kind, options=options,
                            timing=timing, directed=directed, reference=against,
-                           generator=int(generator))
+                           generator=int(generator or GENERATOR_VERSION))
             out.mkdir(exist_ok=True)
             for cfg in configs:
                 if cfg.name.startswith("rand"):
@@ -172,6 +175,17 @@ def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: 
         _print_summary(summary)
     if summary.unknown:
         sys.exit(EXIT_DIFFER)
+
+
+def _check_generator(results: Path, generator: int) -> None:
+    """Refuse ``--generator`` naming another version than the results file being resumed."""
+    from ..regress.run import RegressError, read_results
+
+    recorded = read_results(results)[0].generator
+    if recorded != generator:
+        raise RegressError(f"{results} was written by generator version {recorded}, not "
+                           f"{generator} (--generator): resume it without --generator (its "
+                           "own version), or start a new run")
 
 
 def _report(paths: tuple[Path, ...], out: Path, history: tuple[Path, ...], triage: dict):

@@ -239,17 +239,17 @@ class Director:
     """Coverage-directed kinds: each program's kind drawn with weights toward the bins
     its configuration has not hit yet.
 
-    The first period of the schedule (41 programs per configuration) runs as
-    scheduled: it tries every kind and, on the presets, already hits every bin.
-    Then, while some bin of the configuration is still open (a functional bin or
-    one of its ALU cross bins), each program's kind is the one most likely to hit
-    the open bins by what the run has seen: for every kind and bin, the share of
-    its programs that hit the bin (hits + 1/2 over programs + 3/2, so kinds tried
-    less look more promising for bins nobody has hit yet), summed over the open
-    bins; ties are broken by a draw from the seed.  Once every bin is hit, the
-    schedule takes over again.  (Thompson sampling from the first program did
-    worse than the schedule in the measurements of docs/regress.md: 19 kinds to
-    learn cost more programs than the schedule needs.)
+    The first period of the run's generator version's schedule (41 or 49 programs per
+    configuration) runs as scheduled: it tries every kind and, on the presets, already
+    hits every bin. Then, while some bin of the configuration is still open (a
+    functional bin or one of its ALU cross bins), each program's kind is the one most
+    likely to hit the open bins by what the run has seen: for every kind and bin, the
+    share of its programs that hit the bin (hits + 1/2 over programs + 3/2, so kinds
+    tried less look more promising for bins nobody has hit yet), summed over the open
+    bins; ties are broken by a draw from the seed. Once every bin is hit, the schedule
+    takes over again. (Thompson sampling from the first program did worse than the
+    schedule in the measurements of docs/regress.md: the kinds to learn cost more
+    programs than the schedule needs.)
     """
 
     PRIOR = 0.5
