@@ -412,6 +412,33 @@ def test_scrub_zeroes_the_reference_whatever_its_loops_do():
         session.close()
 
 
+class AluLeavesOut(SpecModel):
+    """An ALU operation writes ACC but not OUT (scripts/mutate.py's spec_alu_no_out): OUT
+    keeps what earlier programs' GEMMs wrote, so some failures need them to show."""
+
+    def alu(self, index, insn, deadline):
+        out = self.sp.out.copy()
+        counts = super().alu(index, insn, deadline)
+        self.sp.out[:] = out
+        return counts
+
+
+def test_a_signature_whose_smallest_program_needs_earlier_ones_shrinks_another(tmp_path):
+    """Seeds 1 and 2 (normal) fail with one signature after seed 0 ran on the worker; seed
+    2, the smaller, passes from zeroed scratchpads (its stale OUT rows were zeros), so the
+    shrink turns to seed 1, which fails alone too, and shrinks it."""
+    plan = run.Plan.of("golden", [TINY], 3, kind="normal")
+    summary = run.regress(plan, tmp_path, workers=1, processes=False, reference=AluLeavesOut,
+                          shrink=1, shrink_budget=30)
+    assert [(r["seed"], r["signature"]) for r in summary.failures] == [
+        (0, "memory/out ALU.MAX.imm"), (1, "memory/out ALU.ADD.imm"),
+        (2, "memory/out ALU.ADD.imm")]
+    (entry,) = summary.shrunk
+    assert (entry["seed"], entry["no_repro"], entry["status"]) == (1, [2], "shrunk")
+    assert entry["stats"]["insns"][1] <= 5
+    assert entry["program"].endswith("tiny-seed1.vtaprog") and Path(entry["shrunk"]).exists()
+
+
 class CountsOneMoreGemm(GoldenModel):
     def run(self, *args, **kw):
         counters = super().run(*args, **kw)

@@ -62,7 +62,8 @@ Examples:
               default=None, metavar="FILE", help="resume the run of this results.jsonl "
               "(its plan is taken from the file)")
 @click.option("--shrink", type=click.IntRange(min=0), default=3, show_default=True,
-              help="failure signatures to shrink (the smallest program of each)")
+              help="failure signatures to shrink (the smallest program of each that fails "
+              "from zeroed scratchpads)")
 @click.option("--shrink-budget", type=click.FloatRange(min=1), default=120.0,
               show_default=True, help="seconds per shrink")
 @click.option("--stall", type=click.FloatRange(0, 1), default=None,
@@ -293,6 +294,11 @@ def _print_summary(summary) -> None:
             console.print(f"{summary.total - summary.counts['pass'] - summary.unknown} failing "
                           "programs have known signatures (--known)")
     for entry in summary.shrunk:
+        if entry.get("no_repro"):
+            console.print(f"{entry['signature']}: seed(s) "
+                          f"{', '.join(map(str, entry['no_repro']))} pass from zeroed "
+                          "scratchpads (they need what ran before them on the worker)",
+                          highlight=False)
         if entry.get("shrunk"):
             stats = entry["stats"]
             console.print(f"shrunk {entry['config']} seed {entry['seed']} ({entry['signature']})"

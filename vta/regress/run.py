@@ -51,6 +51,9 @@ from .worker import Job, close_sessions, config_dict, flush_coverage, run_job, s
 #: The generator version of new runs (:data:`vta.regress.generator.VERSIONS`: each a schedule
 #: of kinds; a results file records its version and resumes with it).
 GENERATOR_VERSION = VERSION
+#: Failing programs of a signature tried in turn (smallest first) until one fails from
+#: zeroed scratchpads, to shrink it.
+SHRINK_TRIES = 3
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
 log = logging.getLogger(__name__)
@@ -539,7 +542,7 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
                     for counts in client.run(flush_coverage).values():
                         summary.rtl.add(counts)
                 summary.rtl.save(out / RTL_COVERAGE)
-            failed = [g.smallest() for g in summary.groups
+            failed = [g.by_size()[:SHRINK_TRIES] for g in summary.groups
                       if any(r["status"] == "fail" for r in g.records)][:shrink]
             summary.shrunk = _shrink_failures(client, plan, failed, reference, out,
                                               shrink_budget)
@@ -686,26 +689,41 @@ def _result_of(client, future, job: Job) -> dict[str, Any]:
     return record
 
 
-def _shrink_failures(client, plan: Plan, failed: list[dict[str, Any]], reference: type,
+def _shrink_failures(client, plan: Plan, failed: list[list[dict[str, Any]]], reference: type,
                      out: Path, budget: float) -> list[dict[str, Any]]:
+    """Shrink one program of each group: ``failed`` has each group's candidates, tried in
+    turn while the one before does not fail from zeroed scratchpads (``no-repro``)."""
     from .report import write_case
 
     by_key = {j.key: j for j in plan.jobs(reference)}
-    futures = [(r, client.submit(shrink_job, replace(by_key[(r["config"], r["seed"])],
-                                                     kind=r.get("kind")), budget, pure=False))
-               for r in failed]
+
+    def submit(r: dict[str, Any]):
+        return client.submit(shrink_job, replace(by_key[(r["config"], r["seed"])],
+                                                 kind=r.get("kind")), budget, pure=False)
+
+    firsts = [submit(tries[0]) for tries in failed]  # the groups' shrinks run in parallel
     shrunk = []
-    for record, future in futures:
+    for tries, future in zip(failed, firsts, strict=True):
+        record, no_repro = tries[0], []
+        try:
+            result = future.result()
+            for other in tries[1:]:
+                if result["status"] != "no-repro":
+                    break
+                no_repro.append(record["seed"])
+                record, result = other, submit(other).result()
+        except Exception as exc:  # noqa: BLE001
+            result = {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
         name = f"{record['config']}-seed{record['seed']}"
         entry: dict[str, Any] = {"config": record["config"], "seed": record["seed"],
                                  "signature": record_signature(record)}
-        try:
-            result = future.result()
-        except Exception as exc:  # noqa: BLE001
-            entry.update(status="error", message=f"{type(exc).__name__}: {exc}")
+        if no_repro:
+            entry["no_repro"] = no_repro  # smaller programs that pass from zeroed scratchpads
+        entry["status"] = result["status"]
+        if result["status"] == "error":
+            entry["message"] = result["message"]
             shrunk.append(entry)
             continue
-        entry["status"] = result["status"]
         why = [f"{plan.backend} against the {plan.reference} model: "
                f"{result.get('message') or record.get('message', '')}"]
         if result.get("original") is not None:

@@ -149,10 +149,15 @@ class Group:
     def count(self) -> int:
         return len(self.records)
 
-    def smallest(self) -> dict[str, Any]:
-        """The record to shrink: a plain failure (not a crash) with the fewest instructions."""
+    def by_size(self) -> list[dict[str, Any]]:
+        """The records to shrink, in the order to try them: plain failures (not crashes),
+        fewest instructions first."""
         fails = [r for r in self.records if r["status"] == "fail"] or self.records
-        return min(fails, key=lambda r: (r.get("insns") or 1 << 30, r["seed"]))
+        return sorted(fails, key=lambda r: (r.get("insns") or 1 << 30, r["seed"]))
+
+    def smallest(self) -> dict[str, Any]:
+        """The record to shrink first: a plain failure with the fewest instructions."""
+        return self.by_size()[0]
 
     def as_dict(self) -> dict[str, Any]:
         configs: dict[str, int] = {}
