@@ -29,3 +29,18 @@ def aws_device():
     yield get
     for dev in opened.values():
         dev.close()
+
+
+@pytest.fixture(scope="session")
+def verilator():
+    """(verilator executable, environment to run it in); the test is skipped without one."""
+    import os
+    import shutil
+
+    from vta.sim.build import sim_env
+
+    env = {**os.environ, **sim_env()}
+    exe = shutil.which("verilator", path=env["PATH"])
+    if exe is None:
+        pytest.skip("verilator not installed")
+    return exe, env

@@ -25,7 +25,6 @@ from vta import hdlgen
 from vta.aws import hdk as hdkmod
 from vta.aws import regs as clregs
 from vta.driver.aws_sim import aws_sources
-from vta.sim.build import sim_env
 
 SHELLS = ("f1", "f2")
 
@@ -271,11 +270,8 @@ def _elaboration_inputs(tmp_path: Path, shell: str):
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_top_elaborates_with_the_shell_ports_in_verilator(tmp_path, shell):
-    env = {**os.environ, **sim_env()}
-    exe = shutil.which("verilator", path=env["PATH"])
-    if exe is None:
-        pytest.skip("verilator not installed")
+def test_top_elaborates_with_the_shell_ports_in_verilator(tmp_path, shell, verilator):
+    exe, env = verilator
     plan, sources, incdirs = _elaboration_inputs(tmp_path, shell)
     cmd = [exe, "--lint-only", "-Wall", "--top-module", "cl_vta", "-Wno-fatal",
            *(f"-I{d}" for d in incdirs), *(str(p) for _, p in sources)]

@@ -6,7 +6,6 @@ upsizer's narrow path) and the 512-bit ``aws`` preset (its pass-through path).
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 
@@ -16,7 +15,6 @@ import vta
 from vta import hdlgen
 from vta.aws.regs import SHELLS
 from vta.driver.aws_sim import aws_sources, write_aws_header
-from vta.sim.build import sim_env
 
 CASES = [(shell.module, preset) for shell in SHELLS.values() for preset in ("tiny", "aws")]
 
@@ -32,11 +30,8 @@ def _setup(preset):
 
 
 @pytest.mark.parametrize("top,preset", CASES)
-def test_verilator_lint(top, preset):
-    env = {**os.environ, **sim_env()}
-    exe = shutil.which("verilator", path=env["PATH"])
-    if exe is None:
-        pytest.skip("verilator not installed")
+def test_verilator_lint(top, preset, verilator):
+    exe, env = verilator
     hdr, params, sources = _setup(preset)
     cmd = [exe, "--lint-only", "-Wall", f"-I{hdr}", "--top-module", top,
            *(f"-G{k}={v}" for k, v in params.items()), *sources]
