@@ -24,8 +24,8 @@ import _blas  # noqa: F401  (first: pins BLAS threads before NumPy loads)
 from rtl_sim import matmul_run, resnet  # same folder
 
 import vta
-from vta import hdlgen
-from vta.driver import aws_sim
+from vta.backends import aws_sim
+from vta.hdltools import hdlgen
 
 
 @contextlib.contextmanager

@@ -2,9 +2,9 @@
 """Resources and logic depth of the AWS custom logic (wrapper + VTA) on each shell.
 
 Synthesises ``vta_aws_f1`` / ``vta_aws_f2`` (hdl/aws, with VTA inside) with yosys
-``synth_xilinx -family xcup`` (vta.synth) and prints LUT, FF, DSP, BRAM and URAM
+``synth_xilinx -family xcup`` (vta.hdltools.synth) and prints LUT, FF, DSP, BRAM and URAM
 against the device's totals less the shell's share, and the deepest
-register-to-register paths of the whole custom logic in LUT levels (vta.synth's
+register-to-register paths of the whole custom logic in LUT levels (vta.hdltools.synth's
 count): overall and ending in each block of the wrapper (VTA, crossbar, upsizer, ID
 queue, OCL decoder, the wrapper's own registers), with the signals they start and
 end in.  yosys's mapping is not Vivado's: the figures size the design, they are not
@@ -23,10 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from vta import Config, hdlgen
+from vta import Config
 from vta.aws.regs import SHELLS
-from vta.driver.aws_sim import aws_sources, write_aws_header
-from vta.synth import analyse, run_yosys
+from vta.backends.aws_sim import aws_sources, write_aws_header
+from vta.hdltools import hdlgen
+from vta.hdltools.synth import analyse, run_yosys
 
 #: Device totals (AMD Virtex UltraScale+ product tables): CLB LUTs, CLB flip-flops,
 #: DSP48E2 slices, 36 Kb block RAMs, 288 Kb UltraRAMs.

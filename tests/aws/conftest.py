@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import needs
 import pytest
 
 import vta
@@ -13,15 +14,10 @@ def aws_device():
     opened: dict = {}
 
     def get(shell: str, simulator: str, preset: str = "tiny", **options):
-        from vta.sim.build import SimulatorError, simulator_version
-
         key = (shell, simulator, preset, tuple(sorted(options.items())))
         dev = opened.get(key)
         if dev is None or dev.closed:
-            try:
-                simulator_version(simulator)
-            except SimulatorError as exc:
-                pytest.skip(str(exc))
+            needs.simulator(simulator)
             dev = vta.open_device(f"{shell}-sim", preset, simulator=simulator, **options)
             opened[key] = dev
         return dev
@@ -33,14 +29,12 @@ def aws_device():
 
 @pytest.fixture(scope="session")
 def verilator():
-    """(verilator executable, environment to run it in); the test is skipped without one."""
+    """(verilator executable, environment to run it in); missing: tests/needs.py's rule."""
     import os
-    import shutil
 
-    from vta.sim.build import sim_env
+    import needs
+
+    from vta.hdltools.build import sim_env
 
     env = {**os.environ, **sim_env()}
-    exe = shutil.which("verilator", path=env["PATH"])
-    if exe is None:
-        pytest.skip("verilator not installed")
-    return exe, env
+    return needs.tool("verilator", "lints and elaborates the design", path=env["PATH"]), env

@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
 
+import needs
 import pytest
 from hdk_standin import fake_hdk, ports
 
 import vta
-from vta import hdlgen
 from vta.aws import hdk as hdkmod
 from vta.aws import regs as clregs
-from vta.driver.aws_sim import aws_sources
+from vta.backends.aws_sim import aws_sources
+from vta.hdltools import hdlgen
 
 SHELLS = ("f1", "f2")
 
@@ -99,9 +99,7 @@ def _build(tmp_path: Path, shell: str, preset: str = "tiny"):
 
 def _file_handling(hdk: Path, plan) -> dict:
     """Run the generated encrypt + synthesis scripts in tclsh; what they read."""
-    tclsh = shutil.which("tclsh")
-    if tclsh is None:
-        pytest.skip("tclsh not installed")
+    tclsh = needs.tool("tclsh", "runs the HDK's Tcl scripts (Debian: apt-get install tcl)")
     shell_dir = (hdk / "hdk" / "common" / "shell_stable").resolve()
     env = {**os.environ, "CL_DIR": str(plan.cl_dir), "HDK_SHELL_DIR": str(shell_dir),
            "HDK_SHELL_DESIGN_DIR": str(shell_dir / "design")}
@@ -293,12 +291,7 @@ def test_top_elaborates_with_the_shell_ports_in_verilator(tmp_path, shell, veril
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_top_elaborates_with_the_shell_ports_in_yosys(tmp_path, shell):
-    from vta.synth import yosys_path
-
-    try:
-        exe = yosys_path()
-    except vta.errors.VTAError as exc:
-        pytest.skip(str(exc))
+    exe = needs.tool("yosys", "elaborates the design (Debian: apt-get install yosys)")
     plan, sources, incdirs = _elaboration_inputs(tmp_path, shell)
     inc = " ".join(f"-I{d}" for d in incdirs)
     lines = [f"read_verilog -defer {'-sv ' if sv else ''}{inc} {p}" for sv, p in sources]

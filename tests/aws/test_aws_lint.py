@@ -6,15 +6,15 @@ upsizer's narrow path) and the 512-bit ``aws`` preset (its pass-through path).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
+import needs
 import pytest
 
 import vta
-from vta import hdlgen
 from vta.aws.regs import SHELLS
-from vta.driver.aws_sim import aws_sources, write_aws_header
+from vta.backends.aws_sim import aws_sources, write_aws_header
+from vta.hdltools import hdlgen
 
 CASES = [(shell.module, preset) for shell in SHELLS.values() for preset in ("tiny", "aws")]
 
@@ -29,6 +29,7 @@ def _setup(preset):
     return hdr, params, sources
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("top,preset", CASES)
 def test_verilator_lint(top, preset, verilator):
     exe, env = verilator
@@ -39,11 +40,10 @@ def test_verilator_lint(top, preset, verilator):
     assert out.returncode == 0 and "%Warning" not in out.stderr, out.stderr
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("top,preset", CASES)
 def test_iverilog_lint(top, preset, tmp_path):
-    exe = shutil.which("iverilog")
-    if exe is None:
-        pytest.skip("iverilog not installed")
+    exe = needs.tool("iverilog", "lints the design")
     hdr, params, sources = _setup(preset)
     cmd = [exe, "-g2005", "-Wall", f"-I{hdr}", "-s", top, "-o", str(tmp_path / "lint.vvp"),
            *(f"-P{top}.{k}={v}" for k, v in params.items()), *sources]
@@ -75,12 +75,7 @@ def test_reset_tree_registers_each_block(tmp_path):
     black boxes)."""
     import json
 
-    from vta.synth import yosys_path
-
-    try:
-        exe = yosys_path()
-    except vta.errors.VTAError as exc:
-        pytest.skip(str(exc))
+    exe = needs.tool("yosys", "elaborates the design (Debian: apt-get install yosys)")
     hdr, params, sources = _setup("tiny")
     cl = [s for s in sources if s.endswith("vta_aws_cl.v")]
     blackboxes = [s for s in sources if s not in cl]
