@@ -61,8 +61,8 @@ T_REGS = ("tests/sim/rtl/test_regs.py", "-k", "icarus")
 T_DRAM = ("tests/sim/test_vta_dram.py", "-k", "icarus")
 T_BACKEND = ("tests/sim/test_rtl_backend.py", "-k", "icarus or in_flight or watchdog_counts")
 T_DIFF = ("tests/sim/test_differential.py", "-k", "icarus")
-T_GOLDEN = ("tests/unit/test_golden.py", "tests/suite/test_driver.py", "tests/suite/test_runtime.py",
-            "tests/suite/test_ops.py", "--backend", "golden")
+T_GOLDEN = ("tests/unit/test_golden.py", "tests/suite/test_driver.py",
+            "tests/suite/test_runtime.py", "tests/suite/test_ops.py", "--backend", "golden")
 
 
 @dataclass(frozen=True)
