@@ -303,9 +303,10 @@ set_false_path -from [get_cells WRAPPER_INST/CL/VTA/cl/vled_q_reg*]
 # uses, so it hides no VTA path.
 """,
         "small_shell_cl_pnr_user.xdc": _XDC_HEAD + """\
-# Floorplan: none -- the design takes under a seventh of what the Small Shell leaves and
-# the build's SSI_SpreadLogic_high placement spreads it; docs/aws.md ("Floorplan") says
-# which pblocks to try if the timing report shows SLR crossings on failing paths.
+# Floorplan: none -- the design takes at most a seventh of any resource the Small Shell
+# leaves and the build's SSI_SpreadLogic_high placement spreads it; docs/aws.md
+# ("Timing constraints and floorplan") says which pblocks to try if the timing report
+# shows SLR crossings on failing paths.
 """,
     },
 }
@@ -322,25 +323,23 @@ def _version_file(path: Path, key: str) -> str:
 
 def _manifest(shell: str, hdk: Path, ids_text: str, clock_recipe: str) -> dict[str, str]:
     """The manifest fields the build script writes, in its order, as far as known now."""
-    shell_dir = hdk / "hdk" / "common" / "shell_stable"
+    shell_version = hdk / "hdk" / "common" / "shell_stable" / "shell_version.txt"
     later = "(computed by the build)"
-    out = {"manifest_format_version": "2", **manifest_ids(ids_text, shell)}
+    ids = manifest_ids(ids_text, shell)
     if shell == "f1":
-        out = {"manifest_format_version": "2", "pci_vendor_id": out["pci_vendor_id"],
-               "pci_device_id": out["pci_device_id"], "pci_subsystem_id": out["pci_subsystem_id"],
-               "pci_subsystem_vendor_id": out["pci_subsystem_vendor_id"], "dcp_hash": later,
-               "shell_version": _version_file(shell_dir / "shell_version.txt", "SHELL_VERSION"),
-               "dcp_file_name": later,
-               "hdk_version": _version_file(hdk / "hdk" / "hdk_version.txt", "HDK_VERSION"),
-               "tool_version": later, "date": later, "clock_recipe_a": clock_recipe,
-               **F1_RECIPES_BC}
-    else:
-        out.update({"dcp_hash": later,
-                    "shell_version": _version_file(shell_dir / "shell_version.txt",
-                                                   "small_shell"),
-                    "hdk_version": _version_file(hdk / "release_version.txt", "RELEASE_VERSION"),
-                    "tool_version": later, "date": later, **F2_RECIPES, "dcp_file_name": later})
-    return out
+        return {"manifest_format_version": "2",
+                **{k: ids[k] for k in ("pci_vendor_id", "pci_device_id", "pci_subsystem_id",
+                                       "pci_subsystem_vendor_id")},
+                "dcp_hash": later,
+                "shell_version": _version_file(shell_version, "SHELL_VERSION"),
+                "dcp_file_name": later,
+                "hdk_version": _version_file(hdk / "hdk" / "hdk_version.txt", "HDK_VERSION"),
+                "tool_version": later, "date": later, "clock_recipe_a": clock_recipe,
+                **F1_RECIPES_BC}
+    return {**ids, "manifest_format_version": "2", "dcp_hash": later,
+            "shell_version": _version_file(shell_version, "small_shell"),
+            "hdk_version": _version_file(hdk / "release_version.txt", "RELEASE_VERSION"),
+            "tool_version": later, "date": later, **F2_RECIPES, "dcp_file_name": later}
 
 
 def plan_build(shell: str, hdk: Path | str, cfg: Config, *, cl_name: str = "cl_vta",

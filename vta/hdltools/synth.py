@@ -76,8 +76,8 @@ class LogicPath:
     muxf: int
     dsps: int
     cells: list[tuple[str, str]] = field(default_factory=list)  # (type, name), start first
-    #: the RTL signal the path starts from (a register's output) and the one it ends in
-    #: (a register's input), as named in the netlist ("" when only generated names exist)
+    #: the registers (or memories) the path starts and ends in, named by the signal each
+    #: drives in the netlist ("" when only generated names exist)
     start: str = ""
     end: str = ""
 
@@ -445,7 +445,8 @@ def _depth(cells, names=None, level=1):
         return 0.0
 
     arrival: dict[int, float] = {}   # cell index -> arrival at its outputs
-    best_in: dict[int, int] = {}     # cell index -> predecessor cell on its longest path
+    # cell index -> (predecessor cell on its longest path, the net between them)
+    best_in: dict[int, tuple[int, int]] = {}
 
     def cell_inputs(i, endpoint=False):
         _p, typ, _params, conns, dirs, _inst = cells[i]
