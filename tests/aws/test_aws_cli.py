@@ -373,6 +373,8 @@ def test_wait_ctrl_c_in_a_real_process(tmp_path):
     """SIGINT to a waiting `vta aws wait`: exit status 130 and how to wait again."""
     driver = tmp_path / "driver.py"
     driver.write_text(f"""
+import signal
+
 import boto3
 from botocore.stub import Stubber
 from vta.aws import afi
@@ -386,6 +388,8 @@ for _ in range(100):
     stub.add_response("describe_fpga_images", pending)
 stub.activate()
 afi._client = lambda service, region: ec2
+# as from an interactive shell (a job started in the background has SIGINT ignored)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 main(["aws", "wait", "{AFI}", "--interval", "1"])
 """)
     proc = subprocess.Popen([sys.executable, str(driver)], env=_bare_env(tmp_path),
