@@ -53,7 +53,17 @@ Element-wise add (a residual connection) runs on the ALU alone::
 Both operands are cut into tiles of a quarter of the ACC buffer: the compute
 engine loads the tile of ``a`` and of ``b`` into one ACC half (LOADs of ACC
 belong to the compute stage), runs the ALU steps, and the store engine drains
-the half while compute fills the other one.
+the half while compute fills the other one.  ``emit_add`` also takes any ALU
+steps per operand and after the sum (a fixed-point add with zero points).
+
+General epilogues (:class:`Epilogue`, for :func:`emit_conv2d`): per-channel
+int32 rows loaded beside each tile (a bias, multipliers, shifts, corrections),
+``ADD`` of a row over output rectangles, then ALU steps with immediates or
+with a row as the tensor source (``MUL``, ``SHR`` per channel).
+
+Pooling (:func:`emit_pool2d`) runs on the ALU too: input rows loaded into the
+accumulator (``ACC_8BIT``), one ``MAX`` or ``ADD`` per window position over
+the outputs whose window has that position inside the input, then ALU steps.
 """
 
 from __future__ import annotations
@@ -79,6 +89,8 @@ from .runtime import (
 )
 
 __all__ = [
+    "Epilogue",
+    "PoolPlan",
     "add",
     "conv2d",
     "conv2d_output_shape",
@@ -86,10 +98,12 @@ __all__ = [
     "dense",
     "emit_add",
     "emit_conv2d",
+    "emit_pool2d",
     "matmul",
     "pack_nchw",
     "pack_oihw",
     "plan_conv2d",
+    "plan_pool2d",
     "unpack_nchw",
 ]
 
@@ -177,26 +191,60 @@ def _pair(name: str, value: int | Sequence[int], lo: int, hi: int) -> tuple[int,
 
 # --------------------------------------------------------------- epilogue
 @dataclass(frozen=True)
-class _Epilogue:
-    bias: bool
-    shift: int
-    relu: bool
-    clip: tuple[int, int] | None
+class Epilogue:
+    """The ALU steps that finish a convolution tile after its accumulation.
+
+    Attributes
+    ----------
+    rows : int
+        Per-output-channel int32 rows the operator loads into the accumulator
+        beside each tile: a buffer of ``rows`` x (O/bo, BATCH, BLOCK_OUT) int32,
+        row-major (e.g. a bias, per-channel multipliers and shifts).
+    regions : tuple of (row, oh0, oh1, ow0, ow1)
+        ``ADD`` of that row over the output rectangle ``[oh0, oh1) x [ow0, ow1)``
+        (e.g. a zero point's correction where the window overlaps the
+        padding), done first.
+    steps : tuple of (AluOp, value, from_row)
+        ALU ops over the whole tile, in order: with the immediate ``value``, or
+        (``from_row``) the tensor op whose source is row ``value``.
+    """
+
+    rows: int = 0
+    regions: tuple[tuple[int, int, int, int, int], ...] = ()
+    steps: tuple[tuple[AluOp, int, bool], ...] = ()
 
     @property
     def alu_steps(self) -> list[tuple[AluOp, int]]:
-        steps = []
-        if self.shift:
-            steps.append((AluOp.SHR, self.shift))
-        if self.relu:
-            steps.append((AluOp.MAX, 0))
-        if self.clip is not None:
-            steps += [(AluOp.MAX, self.clip[0]), (AluOp.MIN, self.clip[1])]
-        return steps
+        """The immediate steps (for the old bias / shift / ReLU / clip form)."""
+        return [(op, v) for op, v, row in self.steps if not row]
+
+    def check(self) -> None:
+        """ValueError naming a step whose immediate or row is out of range."""
+        for op, value, row in self.steps:
+            if row and not 0 <= value < self.rows:
+                raise ValueError(f"epilogue step {op.name} reads row {value}, but there are "
+                                 f"{self.rows} rows")
+            if not row and not _IMM_MIN <= value <= _IMM_MAX:
+                raise ValueError(f"epilogue step {op.name} {value}: ALU immediates are 16-bit")
+        for region in self.regions:
+            if not 0 <= region[0] < self.rows:
+                raise ValueError(f"epilogue region {region} reads a row beyond {self.rows}")
+
+
+def _simple_epilogue(bias: bool, shift: int, relu: bool, clip: tuple[int, int] | None
+                     ) -> Epilogue:
+    steps = [(AluOp.ADD, 0, True)] if bias else []
+    if shift:
+        steps.append((AluOp.SHR, shift, False))
+    if relu:
+        steps.append((AluOp.MAX, 0, False))
+    if clip is not None:
+        steps += [(AluOp.MAX, clip[0], False), (AluOp.MIN, clip[1], False)]
+    return Epilogue(int(bias), (), tuple(steps))
 
 
 def _epilogue(bias: np.ndarray | None, n_out: int, shift: int, relu: bool,
-              clip: tuple[int, int] | None) -> tuple[_Epilogue, np.ndarray | None]:
+              clip: tuple[int, int] | None) -> tuple[Epilogue, np.ndarray | None]:
     if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)) or not 0 <= shift <= 31:
         raise ValueError(f"shift must be an integer in 0..31, not {shift!r}")
     if clip is not None:
@@ -218,7 +266,7 @@ def _epilogue(bias: np.ndarray | None, n_out: int, shift: int, relu: bool,
         if bias.min(initial=0) < -(1 << 31) or bias.max(initial=0) >= 1 << 31:
             raise ValueError("bias values must fit int32")
         bias = bias.astype(np.int32)
-    return _Epilogue(bias is not None, int(shift), bool(relu), clip), bias
+    return _simple_epilogue(bias is not None, int(shift), bool(relu), clip), bias
 
 
 # ---------------------------------------------------------------- tiling
@@ -293,7 +341,7 @@ def conv2d_output_shape(h: int, w: int, kh: int, kw: int, stride: tuple[int, int
 
 @functools.lru_cache(maxsize=256)
 def _plan(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: int,
-          sh: int, sw: int, ph: int, pw: int, bias: bool) -> ConvPlan:
+          sh: int, sw: int, ph: int, pw: int, rows: int) -> ConvPlan:
     oh, ow = conv2d_output_shape(h, w, kh, kw, (sh, sw), (ph, pw))
     inp_half = cfg.INP_BUFF_DEPTH // 2
     wgt_half = cfg.WGT_BUFF_DEPTH // 2
@@ -313,7 +361,7 @@ def _plan(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: i
                     tiw = (tw - 1) * sw + kw
                     if tcb * tih * tiw > inp_half:
                         break
-                    if tob * th * tw + (tob if bias else 0) > acc_half:
+                    if tob * th * tw + tob * rows > acc_half:
                         break
                     if tob * tw + tob + 8 > uop_budget:
                         break
@@ -346,8 +394,12 @@ def _plan(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: i
 
 def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
-                bias: bool = False) -> ConvPlan:
-    """The tiling :func:`conv2d_packed` uses for packed shapes ``data_shape`` / ``kernel_shape``."""
+                bias: bool | int = False) -> ConvPlan:
+    """The tiling :func:`conv2d_packed` uses for packed shapes ``data_shape`` / ``kernel_shape``.
+
+    ``bias``: the per-channel rows the epilogue keeps beside each tile
+    (:attr:`Epilogue.rows`; ``True`` is one, a bias).
+    """
     nb, cb, h, w = data_shape[:4]
     ob, cb2, kh, kw = kernel_shape[:4]
     if cb2 != cb:
@@ -370,7 +422,7 @@ def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[i
         raise ValueError(f"{cb} input-channel blocks x {kh}x{kw} kernel positions = "
                          f"{cb * kh * kw} weight entries per output block: LOAD strides are "
                          f"16-bit, so at most {_MAX_STRIDE}")
-    return _plan(cfg, nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, bool(bias))
+    return _plan(cfg, nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, int(bias))
 
 
 # --------------------------------------------------------------- engine
@@ -403,8 +455,8 @@ class _Pipeline:
             self.begin()
 
 
-def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer,
-               wgt_buf: Buffer, bias_buf: Buffer | None, out_buf: Buffer) -> None:
+def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: Epilogue, data_buf: Buffer,
+               wgt_buf: Buffer, rows_buf: Buffer | None, out_buf: Buffer) -> None:
     cfg = q.cfg
     p = plan
     inp_half = cfg.INP_BUFF_DEPTH // 2
@@ -425,15 +477,18 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
                     tiw = (tw - 1) * p.sw + p.kw
                     split = p.split_kernel or tob * tw < 3
                     gemm_uops = khw * tob * tw
-                    pipe.checkpoint(p.chunks * (p.tcb + 4 + 2 * khw) + 16 + tob,
-                                    p.chunks * gemm_uops + 2 * tob + 16)
+                    regions = _tile_regions(epi, oh0, th, ow0, tw)
+                    epi_insns = len(epi.steps) + len(regions) + 1
+                    pipe.checkpoint(p.chunks * (p.tcb + 4 + 2 * khw) + 16 + tob + epi_insns,
+                                    p.chunks * gemm_uops + (epi_insns + 1) * tob + 16)
                     ah = tile % 2
                     acc_base = ah * acc_half
-                    bias_base = acc_base + acc_half - tob
+                    rows_base = acc_base + acc_half - tob * epi.rows
                     # compute: wait until the store of tile - 2 has drained this ACC half
                     q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
-                    if epi.bias:
-                        q.load_2d(bias_buf, ob0, tob, 1, tob, 0, 0, 0, 0, bias_base, MemId.ACC)
+                    if epi.rows:
+                        q.load_2d(rows_buf, ob0, tob, epi.rows, p.ob, 0, 0, 0, 0, rows_base,
+                                  MemId.ACC)
                     _push_elementwise(q, ("reset", acc_base, tob * th, tw), acc_base,
                                       tob * th, tw, MODE_GEMM)
                     for c0 in range(0, p.cb, p.tcb):
@@ -453,21 +508,7 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
                                         tih, tiw)
                         q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
                         step += 1
-                    # epilogue
-                    if epi.bias:
-                        def bias_kernel(acc_base=acc_base, bias_base=bias_base, tob=tob, th=th,
-                                        tw=tw):
-                            q.uop_loop_begin(th, tw, 0, 0)
-                            q.uop_loop_begin(tw, 1, 0, 0)
-                            for o in range(tob):
-                                q.uop_push(MODE_ALU, 0, acc_base + o * th * tw, bias_base + o, 0,
-                                           AluOp.ADD, 0, 0)
-                            q.uop_loop_end()
-                            q.uop_loop_end()
-                        q.push_alu(("bias", acc_base, bias_base, tob, th, tw), bias_kernel)
-                    for op, imm in epi.alu_steps:
-                        _push_elementwise(q, ("alu", int(op), imm, acc_base, tob * th, tw),
-                                          acc_base, tob * th, tw, MODE_ALU, op, imm)
+                    _emit_epilogue(q, epi, regions, acc_base, rows_base, tob, th, tw)
                     q.dep_push(COMPUTE_STAGE, STORE_STAGE)
                     # store
                     q.dep_pop(COMPUTE_STAGE, STORE_STAGE)
@@ -482,6 +523,48 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
                     q.dep_push(STORE_STAGE, COMPUTE_STAGE)
                     tile += 1
     pipe.end()
+
+
+def _tile_regions(epi: Epilogue, oh0: int, th: int, ow0: int, tw: int
+                  ) -> list[tuple[int, int, int, int, int]]:
+    """The epilogue's regions that meet a tile, in tile coordinates."""
+    out = []
+    for row, a0, a1, b0, b1 in epi.regions:
+        r0, r1 = max(a0 - oh0, 0), min(a1 - oh0, th)
+        c0, c1 = max(b0 - ow0, 0), min(b1 - ow0, tw)
+        if r0 < r1 and c0 < c1:
+            out.append((row, r0, r1, c0, c1))
+    return out
+
+
+def _emit_epilogue(q: CommandQueue, epi: Epilogue, regions, acc_base: int, rows_base: int,
+                   tob: int, th: int, tw: int) -> None:
+    """The epilogue of one tile (``tob`` channel blocks of ``th`` x ``tw`` entries)."""
+    for row, r0, r1, c0, c1 in regions:
+        _push_row_op(q, AluOp.ADD, acc_base + r0 * tw + c0, rows_base + row * tob, tob,
+                     th * tw, r1 - r0, tw, c1 - c0)
+    for op, value, from_row in epi.steps:
+        if from_row:
+            _push_row_op(q, op, acc_base, rows_base + value * tob, tob, th * tw, th, tw, tw)
+        else:
+            _push_elementwise(q, ("alu", int(op), value, acc_base, tob * th, tw), acc_base,
+                              tob * th, tw, MODE_ALU, op, value)
+
+
+def _push_row_op(q: CommandQueue, op: AluOp, dst: int, src: int, blocks: int, block_size: int,
+                 rows: int, row_size: int, cols: int) -> None:
+    """Tensor ALU op: ``rows`` x ``cols`` entries of each of ``blocks`` channel blocks (one
+    every ``block_size`` entries, rows ``row_size`` apart) with source entry ``src + block``."""
+
+    def finit() -> None:
+        q.uop_loop_begin(rows, row_size, 0, 0)
+        q.uop_loop_begin(cols, 1, 0, 0)
+        for o in range(blocks):
+            q.uop_push(MODE_ALU, 0, dst + o * block_size, src + o, 0, op, 0, 0)
+        q.uop_loop_end()
+        q.uop_loop_end()
+
+    q.push_alu(("row", int(op), dst, src, blocks, block_size, rows, row_size, cols), finit)
 
 
 def _push_elementwise(q: CommandQueue, key: tuple, base: int, rows: int, cols: int, mode: int,
@@ -547,7 +630,7 @@ def _push_conv_gemm(q: CommandQueue, p: ConvPlan, split: bool, acc_base: int, in
 
 # -------------------------------------------------------------- operators
 def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
-                     bias: np.ndarray | None, epi: _Epilogue, queue_options: dict | None
+                     bias: np.ndarray | None, epi: Epilogue, queue_options: dict | None
                      ) -> tuple[np.ndarray, RunStats | None]:
     cfg = dev.cfg
     b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
@@ -557,7 +640,7 @@ def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
     if kernel.shape[4:] != (bo, bi):
         raise ValueError(f"packed kernel must end in ({bo}, {bi}) (BLOCK_OUT, BLOCK_IN), not "
                          f"{kernel.shape[4:]}")
-    plan = plan_conv2d(cfg, data.shape, kernel.shape, stride, padding, epi.bias)
+    plan = plan_conv2d(cfg, data.shape, kernel.shape, stride, padding, epi.rows)
     out_shape = (plan.nb, plan.ob, plan.oh, plan.ow, b, bo)
     buffers: list[Buffer] = []
 
@@ -572,7 +655,7 @@ def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
         wgt_buf = alloc(kernel.nbytes, "weights")
         dev.write(wgt_buf, np.ascontiguousarray(kernel))
         bias_buf = None
-        if epi.bias:
+        if epi.rows:
             packed_bias = np.broadcast_to(bias.reshape(plan.ob, 1, bo), (plan.ob, b, bo))
             bias_buf = alloc(packed_bias.size * 4, "bias")
             dev.write(bias_buf, np.ascontiguousarray(packed_bias, dtype="<i4"))
@@ -709,20 +792,28 @@ def emit_conv2d(q: CommandQueue, data_shape: Sequence[int], kernel_shape: Sequen
                 data: Buffer, kernel: Buffer, out: Buffer, *,
                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
                 bias: Buffer | None = None, shift: int = 0, relu: bool = False,
-                clip: tuple[int, int] | None = None) -> ConvPlan:
+                clip: tuple[int, int] | None = None,
+                epilogue: Epilogue | None = None) -> ConvPlan:
     """Queue a packed convolution whose operands are already in device buffers.
 
     For callers that keep tensors on the device across layers (the graph
     runtime).  ``data``, ``kernel`` and ``out`` hold the packed layouts of
     :func:`conv2d_packed` for the packed shapes ``data_shape`` and
     ``kernel_shape``; ``bias`` holds int32 (O/bo, BATCH, BLOCK_OUT), one value
-    per output channel repeated over the batch lanes.  Nothing runs until
+    per output channel repeated over the batch lanes.  With ``epilogue`` (an
+    :class:`Epilogue`), ``bias`` holds its rows instead and ``shift``,
+    ``relu`` and ``clip`` are not used.  Nothing runs until
     ``q.synchronize()``.  Returns the tiling used (:func:`plan_conv2d`).
     """
-    epi, _ = _epilogue(None, 0, shift, relu, clip)
-    epi = _Epilogue(bias is not None, epi.shift, epi.relu, epi.clip)
-    plan = plan_conv2d(q.cfg, data_shape, kernel_shape, stride, padding, epi.bias)
-    _emit_conv(q, plan, epi, data, kernel, bias, out)
+    if epilogue is None:
+        epilogue, _ = _epilogue(None, 0, shift, relu, clip)  # checks the arguments
+        if bias is not None:
+            epilogue = Epilogue(1, (), ((AluOp.ADD, 0, True),) + epilogue.steps)
+    epilogue.check()
+    if epilogue.rows and bias is None:
+        raise ValueError(f"the epilogue has {epilogue.rows} rows: give their buffer as bias")
+    plan = plan_conv2d(q.cfg, data_shape, kernel_shape, stride, padding, epilogue.rows)
+    _emit_conv(q, plan, epilogue, data, kernel, bias, out)
     return plan
 
 
@@ -743,16 +834,27 @@ def _add_steps(a_lshift: int, b_lshift: int, offset: int, shift: int, relu: bool
 
 def emit_add(q: CommandQueue, a: Buffer, b: Buffer, out: Buffer, elems: int, *,
              a_lshift: int = 0, b_lshift: int = 0, offset: int = 0, shift: int = 0,
-             relu: bool = False, clip: tuple[int, int] | None = None) -> None:
+             relu: bool = False, clip: tuple[int, int] | None = None,
+             a_steps: Sequence[tuple[AluOp, int]] | None = None,
+             b_steps: Sequence[tuple[AluOp, int]] | None = None,
+             steps: Sequence[tuple[AluOp, int]] | None = None) -> None:
     """Queue ``out = epilogue((a << a_lshift) + (b << b_lshift) + offset)`` on the ALU.
 
     ``a``, ``b`` and ``out`` hold ``elems`` elements of BATCH x BLOCK_OUT int8
     lanes each (any layout, the same for all three; ``out`` may be ``a`` or
-    ``b``).  Arithmetic as in the module docstring.  Nothing runs until
-    ``q.synchronize()``.
+    ``b``).  Arithmetic as in the module docstring.  Or, given ``a_steps``,
+    ``b_steps`` and ``steps`` (lists of (ALU opcode, immediate)): those steps
+    on each operand, their sum, then ``steps`` (the other arguments unused).
+    Nothing runs until ``q.synchronize()``.
     """
     cfg = q.cfg
-    la, lb, steps = _add_steps(a_lshift, b_lshift, offset, shift, relu, clip)
+    if steps is None:
+        la, lb, steps = _add_steps(a_lshift, b_lshift, offset, shift, relu, clip)
+        a_steps = [(AluOp.SHR, -la)] if la else []
+        b_steps = [(AluOp.SHR, -lb)] if lb else []
+    a_steps, b_steps, steps = (list(x or []) for x in (a_steps, b_steps, steps))
+    for op, imm in a_steps + b_steps + steps:
+        _check_imm(op, imm)
     _check_elems(elems)
     acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
     tile = acc_half // 2
@@ -760,16 +862,17 @@ def emit_add(q: CommandQueue, a: Buffer, b: Buffer, out: Buffer, elems: int, *,
     pipe.begin()
     for t, e0 in enumerate(range(0, elems, tile)):
         n = min(tile, elems - e0)
-        pipe.checkpoint(12 + len(steps), 8 + len(steps))
+        extra = len(a_steps) + len(b_steps) + len(steps)
+        pipe.checkpoint(12 + extra, 8 + extra)
         base = (t % 2) * acc_half
         # compute: wait until the store of tile - 2 has drained this ACC half
         q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
         q.load_2d(a, e0, n, 1, n, 0, 0, 0, 0, base, MemId.ACC_8BIT)
         q.load_2d(b, e0, n, 1, n, 0, 0, 0, 0, base + tile, MemId.ACC_8BIT)
-        for src, lshift in ((base, la), (base + tile, lb)):
-            if lshift:
-                _push_elementwise(q, ("alu", int(AluOp.SHR), -lshift, src, 1, n), src, 1, n,
-                                  MODE_ALU, AluOp.SHR, -lshift)
+        for src, operand_steps in ((base, a_steps), (base + tile, b_steps)):
+            for op, imm in operand_steps:
+                _push_elementwise(q, ("alu", int(op), imm, src, 1, n), src, 1, n, MODE_ALU, op,
+                                  imm)
 
         def sum_kernel(base=base, n=n) -> None:
             q.uop_loop_begin(n, 1, 1, 0)
@@ -786,6 +889,13 @@ def emit_add(q: CommandQueue, a: Buffer, b: Buffer, out: Buffer, elems: int, *,
         q.store_2d(base, MemId.OUT, out, e0, n, 1, n)
         q.dep_push(STORE_STAGE, COMPUTE_STAGE)
     pipe.end()
+
+
+def _check_imm(op: AluOp, imm: int) -> None:
+    if isinstance(imm, bool) or not isinstance(imm, (int, np.integer)) \
+            or not _IMM_MIN <= imm <= _IMM_MAX:
+        raise ValueError(f"ALU step {AluOp(op).name} {imm!r}: immediates are 16-bit "
+                         f"({_IMM_MIN}..{_IMM_MAX})")
 
 
 def _check_elems(elems: int) -> None:
@@ -846,3 +956,151 @@ def add(dev, a: np.ndarray, b: np.ndarray, *, a_lshift: int = 0, b_lshift: int =
             dev.free(buf)
     out = np.ascontiguousarray(out)
     return (out, stats) if return_stats else out
+
+
+# ---------------------------------------------------------------- pooling
+@dataclass(frozen=True)
+class PoolPlan:
+    """How a packed pooling is tiled: ``tcb`` channel blocks x ``th`` output rows per tile."""
+
+    nb: int
+    cb: int
+    h: int
+    w: int
+    oh: int
+    ow: int
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    pads: tuple[int, int, int, int]
+    tcb: int
+    th: int
+
+
+def plan_pool2d(cfg: Config, data_shape: Sequence[int], kernel: Sequence[int],
+                stride: Sequence[int], pads: Sequence[int]) -> PoolPlan:
+    """The tiling :func:`emit_pool2d` uses (ValueError when a tile of one row does not fit)."""
+    nb, cb, h, w = (int(d) for d in data_shape[:4])
+    if cfg.BLOCK_IN != cfg.BLOCK_OUT:
+        raise ValueError("pooling on VTA needs BLOCK_IN == BLOCK_OUT (an INP element is an "
+                         "accumulator element)")
+    kh, kw = _pair("kernel", tuple(kernel), 1, _LOOP_MAX)
+    sh, sw = _pair("stride", tuple(stride), 1, _LOOP_MAX)
+    t, left, b, r = (int(p) for p in pads)
+    if max(t, b) >= kh or max(left, r) >= kw or min(t, left, b, r) < 0:
+        raise ValueError(f"pads {tuple(pads)} must be smaller than the {kh}x{kw} window")
+    oh, ow = (h + t + b - kh) // sh + 1, (w + left + r - kw) // sw + 1
+    if oh < 1 or ow < 1:
+        raise ValueError(f"a {kh}x{kw} window does not fit a {h}x{w} input")
+    if w > _MAX_STRIDE or oh * ow > _MAX_STRIDE:
+        raise ValueError(f"a {h}x{w} input is too wide for 16-bit LOAD/STORE strides")
+    acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
+    best = None
+    for th in _candidates(oh):
+        tih = min((th - 1) * sh + kh, h)
+        per_block = th * ow + tih * w
+        tcb = min(cb, acc_half // per_block, cfg.UOP_BUFF_DEPTH // 4)
+        if tcb < 1:
+            break
+        best = (tcb, th)
+    if best is None:
+        raise ValueError(f"one output row of a {kh}x{kw} pool over a {h}x{w} input does not "
+                         f"fit half the accumulator ({acc_half} entries)")
+    return PoolPlan(nb, cb, h, w, oh, ow, (kh, kw), (sh, sw), (t, left, b, r), *best)
+
+
+def emit_pool2d(q: CommandQueue, data_shape: Sequence[int], data: Buffer, out: Buffer, *,
+                kind: str, kernel: Sequence[int], stride: Sequence[int] = (1, 1),
+                pads: Sequence[int] = (0, 0, 0, 0),
+                steps: Sequence[tuple[AluOp, int]] = ()) -> PoolPlan:
+    """Queue a max or sum pooling of packed int8 activations on the ALU.
+
+    ``data`` holds packed activations of ``data_shape`` (N/b, C/bi, H, W, b, bi),
+    ``out`` receives (N/b, C/bi, OH, OW, b, bi).  Each tile loads its input rows
+    into the accumulator (``ACC_8BIT``, sign-extended), starts the outputs at
+    -128 (``kind="max"``) or 0 (``"sum"``), and for every window position
+    applies ``MAX`` or ``ADD`` with the input entry under it over the outputs
+    whose window has that position inside the input: padding is left out, so
+    a max pools over the real entries only (ONNX's -inf padding) and a sum
+    adds nothing for it.  Then ``steps`` (ALU opcode, immediate) and a STORE
+    of the low 8 bits.  Returns the tiling (:func:`plan_pool2d`).
+    """
+    if kind not in ("max", "sum"):
+        raise ValueError(f"kind must be 'max' or 'sum', not {kind!r}")
+    steps = list(steps)
+    for op, imm in steps:
+        _check_imm(op, imm)
+    p = plan_pool2d(q.cfg, data_shape, kernel, stride, pads)
+    cfg = q.cfg
+    acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
+    (kh, kw), (sh, sw) = p.kernel, p.stride
+    pt, pl = p.pads[0], p.pads[1]
+    op = AluOp.MAX if kind == "max" else AluOp.ADD
+    pipe = _Pipeline(q)
+    pipe.begin()
+    tile = 0
+    for nb in range(p.nb):
+        for c0 in range(0, p.cb, p.tcb):
+            tcb = min(p.tcb, p.cb - c0)
+            for oh0 in range(0, p.oh, p.th):
+                th = min(p.th, p.oh - oh0)
+                i0 = max(oh0 * sh - pt, 0)
+                i1 = min((oh0 + th - 1) * sh - pt + kh, p.h)
+                tih = i1 - i0
+                pipe.checkpoint(tcb + kh * kw + len(steps) + 12,
+                                tcb * (kh * kw + 1) + len(steps) + 8)
+                out_base = (tile % 2) * acc_half
+                in_base = out_base + tcb * th * p.ow
+                q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
+                for c in range(tcb):
+                    elem = ((nb * p.cb + c0 + c) * p.h + i0) * p.w
+                    q.load_2d(data, elem, p.w, tih, p.w, 0, 0, 0, 0, in_base + c * tih * p.w,
+                              MemId.ACC_8BIT)
+                _push_elementwise(q, ("reset", out_base, tcb * th, p.ow), out_base, tcb * th,
+                                  p.ow, MODE_GEMM)
+                if kind == "max":
+                    _push_elementwise(q, ("alu", int(AluOp.ADD), -128, out_base, tcb * th, p.ow),
+                                      out_base, tcb * th, p.ow, MODE_ALU, AluOp.ADD, -128)
+                for r in range(kh):
+                    # output rows whose input row oh*sh + r - pt lies in [i0, i1)
+                    a0 = max(oh0, -(-(i0 + pt - r) // sh))
+                    a1 = min(oh0 + th, (i1 - 1 + pt - r) // sh + 1)
+                    for s in range(kw):
+                        b0 = max(0, -(-(pl - s) // sw))
+                        b1 = min(p.ow, (p.w - 1 + pl - s) // sw + 1)
+                        if a0 >= a1 or b0 >= b1:
+                            continue
+                        dst = out_base + (a0 - oh0) * p.ow + b0
+                        src = in_base + (a0 * sh + r - pt - i0) * p.w + b0 * sw + s - pl
+                        _push_window_op(q, op, dst, src, tcb, th * p.ow, tih * p.w, a1 - a0,
+                                        p.ow, sh * p.w, b1 - b0, sw)
+                for alu_op, imm in steps:
+                    _push_elementwise(q, ("alu", int(alu_op), imm, out_base, tcb * th, p.ow),
+                                      out_base, tcb * th, p.ow, MODE_ALU, alu_op, imm)
+                q.dep_push(COMPUTE_STAGE, STORE_STAGE)
+                q.dep_pop(COMPUTE_STAGE, STORE_STAGE)
+                plane = p.oh * p.ow
+                q.store_2d(out_base, MemId.OUT, out, ((nb * p.cb + c0) * p.oh + oh0) * p.ow,
+                           th * p.ow, tcb, plane)
+                q.dep_push(STORE_STAGE, COMPUTE_STAGE)
+                tile += 1
+    pipe.end()
+    return p
+
+
+def _push_window_op(q: CommandQueue, op: AluOp, dst: int, src: int, blocks: int,
+                    dst_block: int, src_block: int, rows: int, dst_row: int, src_row: int,
+                    cols: int, src_col: int) -> None:
+    """Tensor ALU op over a rows x cols rectangle of every channel block: entry (i, j)
+    of block o is ``dst + o*dst_block + i*dst_row + j`` with source
+    ``src + o*src_block + i*src_row + j*src_col``."""
+
+    def finit() -> None:
+        q.uop_loop_begin(rows, dst_row, src_row, 0)
+        q.uop_loop_begin(cols, 1, src_col, 0)
+        for o in range(blocks):
+            q.uop_push(MODE_ALU, 0, dst + o * dst_block, src + o * src_block, 0, op, 0, 0)
+        q.uop_loop_end()
+        q.uop_loop_end()
+
+    q.push_alu(("window", int(op), dst, src, blocks, dst_block, src_block, rows, dst_row,
+                src_row, cols, src_col), finit)

@@ -191,14 +191,14 @@ def test_diff_finds_a_flipped_alu_result(dense_program, monkeypatch):
     from vta import golden, isa, progfile
     from vta.isa import AluOp
 
-    real = golden._ALU_FUNCS[AluOp.MAX]
+    real = golden.spec.ALU_FUNCTIONS[AluOp.MAX]
 
     def flipped_max(x, y):
         out = np.array(real(x, y), dtype=np.int32)
         out.reshape(-1)[0] ^= 1  # lane 0 of the first destination entry
         return out
 
-    monkeypatch.setitem(golden._ALU_FUNCS, AluOp.MAX, flipped_max)
+    monkeypatch.setitem(golden.spec.ALU_FUNCTIONS, AluOp.MAX, flipped_max)
     result = invoke("diff", dense_program, "-b", "verilator", "--json")
     assert result.exit_code == 3, result.output
     found = json.loads(result.stdout)["divergence"]  # the error line goes to stderr
@@ -247,7 +247,7 @@ def test_diff_names_the_first_store_in_time_not_in_address(tmp_path, monkeypatch
     from vta import golden
     from vta.isa import AluOp
 
-    real = golden._ALU_FUNCS[AluOp.MAX]
+    real = golden.spec.ALU_FUNCTIONS[AluOp.MAX]
 
     def flipped_max(x, y):
         out = np.array(real(x, y), dtype=np.int32)
@@ -256,7 +256,7 @@ def test_diff_names_the_first_store_in_time_not_in_address(tmp_path, monkeypatch
 
     (tmp_path / "two.s").write_text(TWO_STORES)
     assert invoke("asm", tmp_path / "two.s", "-o", tmp_path / "two.vtaprog").exit_code == 0
-    monkeypatch.setitem(golden._ALU_FUNCS, AluOp.MAX, flipped_max)
+    monkeypatch.setitem(golden.spec.ALU_FUNCTIONS, AluOp.MAX, flipped_max)
     result = invoke("diff", tmp_path / "two.vtaprog", "-b", "verilator", "--json")
     assert result.exit_code == 3, result.output
     found = json.loads(result.stdout)["divergence"]
@@ -292,5 +292,9 @@ def test_waves_whole_run_and_a_window(program, tmp_path):
     last = max(records[3].cycle, records[4].cycle)
     assert f"cycles {first}..{last} of the run's" in window.output
     assert cycles_in(tmp_path / "w.vcd") == list(range(first, last + 1))
+    # its header says what it is a window of (it named the temporary FST file it was cut from)
+    assert (tmp_path / "w.vcd").read_text().splitlines()[0] == (
+        f"$comment cycles {first}..{last} of a run of {program.name} on icarus (instructions "
+        "3..4), cut by vta $end")
     bad = invoke("waves", program, "-b", "icarus", "--cycles", "5:9", "-o", tmp_path / "w.fst")
     assert bad.exit_code == 2 and "must end in .vcd (a window is written as VCD)" in bad.output
