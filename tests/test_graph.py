@@ -299,9 +299,23 @@ def test_small_net_bit_exact_on_every_backend(graph_dev, rng, form):
     assert [n.name for n in report.vta_nodes] == ["c1", "c2", "res", "fc"]
     stats = report.stats
     assert stats.gemm_uops > 0 and stats.alu_uops > 0 and stats.acc8_load_bytes > 0
+    # every VTA node's roofline: the operator's bound, whose minimal work the run did
+    c1 = report.vta_nodes[0]
+    blocks = 16 // dev.cfg.BLOCK_IN  # BLOCK_IN == BLOCK_OUT
+    assert c1.bound.as_dict() == ops.conv2d_bound(
+        dev.cfg, (2, blocks, 8, 8), (blocks, blocks, 3, 3), stride=1, padding=1, bias=True,
+        shift=9, clip=(0, 127)).as_dict()
+    assert report.bound == sum(n.bound.cycles for n in report.vta_nodes)
+    for n in report.vta_nodes:
+        assert n.stats.gemm_uops == n.bound.work.gemm_uops
+        assert n.stats.alu_uops >= n.bound.work.alu_uops
     if dev.backend != "golden":
         assert all(n.cycles > 0 for n in report.vta_nodes)
         assert 0 < report.gemm_utilisation() < 1
+        assert all(n.cycles >= n.bound.cycles for n in report.vta_nodes)
+        assert 0 < report.as_dict()["of_bound"] <= 1
+    else:
+        assert all(n.of_bound is None for n in report.vta_nodes)
 
 
 def test_tensors_stay_on_the_device_between_vta_nodes(rng):
@@ -500,6 +514,9 @@ def test_graph_run_command(tmp_path, rng):
     info = json.loads(result.output)
     assert info["bit_exact"] and [n["placement"] for n in info["nodes"]][1:4] == [
         "vta", "cpu", "vta"]
+    bounds = [n["bound"]["cycles"] for n in info["nodes"] if n["placement"] == "vta"]
+    assert info["bound"] == sum(bounds) and info["of_bound"] is None  # golden: no cycles
+    assert info["nodes"][1]["bound"]["binding"] in ("compute", "load", "bus read")
     if judge.onnxruntime_available():
         assert info["onnxruntime"][0]["top1_equal"] >= 1
     result = _cli("graph", "run", model, "-i", tmp_path / "missing.npy")

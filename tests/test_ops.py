@@ -260,3 +260,81 @@ def test_conv2d_argument_errors(device):
 def test_conv2d_resnet18_tiny_preset(open_dev, rng, layer):
     """The same layers tiled for the tiny preset's 4x4 blocks and small scratchpads."""
     _resnet_case(open_dev("tiny"), rng, layer)
+
+
+# ------------------------------------------------------------- the planner's choices
+def _one_plan_per_structure(cfg, data_shape, kernel_shape, stride, pad):
+    """The best-predicted plan of every (split_kernel, loops) the planner considers."""
+    seen = {}
+    for plan in ops.conv2d_plans(cfg, data_shape, kernel_shape, stride, pad, True):
+        seen.setdefault((plan.split_kernel, plan.loops), plan)
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("preset, stride, pad, k", [("tiny", 1, 1, 3), ("tiny", 2, 0, 1),
+                                                     ("default", 2, 1, 3)])
+def test_conv2d_every_loop_structure_is_exact(open_dev, backend, rng, preset, stride, pad, k):
+    """Every way the planner may lay a GEMM's loops and kernel gives the reference's result."""
+    if backend == "icarus" and k == 3:
+        pytest.skip("twelve 3x3 plans take Icarus about 30 s: its 1x1 case runs")
+    dev = open_dev(preset)
+    cfg = dev.cfg
+    c, o = 2 * cfg.BLOCK_IN, 3 * cfg.BLOCK_OUT
+    data = rng.integers(-128, 128, (1, c, 6, 5), dtype=np.int8)
+    kernel = rng.integers(-128, 128, (o, c, k, k), dtype=np.int8)
+    bias = rng.integers(-3000, 3000, o).astype(np.int32)
+    expected = epilogue(ref_conv2d(data, kernel, stride, pad), bias[None, :, None, None], 5,
+                        False, (-100, 100))
+    plans = _one_plan_per_structure(cfg, ops.pack_nchw(data, cfg).shape,
+                                    ops.pack_oihw(kernel, cfg).shape, stride, pad)
+    assert len({p.loops for p in plans}) == 6  # every loop pair occurs
+    for plan in plans:
+        out = ops.conv2d(dev, data, kernel, stride=stride, padding=pad, bias=bias, shift=5,
+                         clip=(-100, 100), tiling=plan.tiling)
+        np.testing.assert_array_equal(out, expected, err_msg=str(plan.tiling))
+
+
+def test_tiling_argument_and_its_errors():
+    cfg = vta.Config.load("default")
+    shapes = ((1, 4, 14, 14), (4, 4, 3, 3))
+    plan = ops.plan_conv2d(cfg, *shapes, 1, 1, True)
+    assert ops.plan_conv2d(cfg, *shapes, 1, 1, True, tiling=plan.tiling) == plan
+    other = dict(plan.tiling, tob=1, th=2, tw=14, tcb=2, split_kernel=True, loops="oc")
+    assert ops.plan_conv2d(cfg, *shapes, 1, 1, True, tiling=other).tiling == other
+    with pytest.raises(ValueError, match="does not fit this layer on default"):
+        ops.plan_conv2d(cfg, *shapes, 1, 1, True, tiling=dict(other, tcb=3))  # not a divisor
+    with pytest.raises(ValueError, match="does not fit this layer on default"):
+        ops.plan_conv2d(cfg, *shapes, 1, 1, True, tiling=dict(other, loops="cc"))
+    with pytest.raises(ValueError, match="not one of ConvPlan.tiling's form"):
+        ops.plan_conv2d(cfg, *shapes, 1, 1, True, tiling={"tob": 1})
+
+
+def test_planner_reads_the_tuning_log(tmp_path):
+    import json
+
+    from vta.tune import log
+
+    cfg = vta.Config.load("default")
+    shapes = ((1, 4, 14, 14), (4, 4, 3, 3))
+    key = (1, 4, 14, 14, 4, 3, 3, 1, 1, 1, 1, True)
+    analytic = ops.plan_conv2d(cfg, *shapes, 1, 1, True)
+    tuned = dict(analytic.tiling, th=7, tw=14, tcb=1, loops="oy")
+    entry = {"type": "entry", "signature": log.signature(cfg), "op": "conv2d",
+             "shape": list(key), "tiling": tuned, "cycles": 1000}
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(entry) + "\n" + json.dumps(dict(entry, cycles=900, tiling=dict(
+        tuned, tcb=3))) + "\n" + json.dumps(dict(entry, cycles=1100, tiling=analytic.tiling))
+                    + "\n{\"type\": \"entr")  # a torn last line is skipped
+    with log.use(path):
+        # the fewest cycles win, but that entry's tiling no longer fits: the planner's own plan
+        assert ops.plan_conv2d(cfg, *shapes, 1, 1, True) == analytic
+        path.write_text(json.dumps(entry) + "\n")
+        assert ops.plan_conv2d(cfg, *shapes, 1, 1, True).tiling == tuned
+        other = vta.Config.load("aws")  # another configuration's layer is not in the log
+        assert ops.plan_conv2d(other, *shapes, 1, 1, True).tiling == \
+            ops.conv2d_plans(other, *shapes, 1, 1, True)[0].tiling
+    with log.use(None):
+        assert ops.plan_conv2d(cfg, *shapes, 1, 1, True) == analytic
+    path.write_text("not json\n" + json.dumps(entry) + "\n")
+    with log.use(path), pytest.raises(ValueError, match=r"t.jsonl:1: not a JSON line"):
+        ops.plan_conv2d(cfg, *shapes, 1, 1, True)

@@ -33,16 +33,32 @@ load engine fills one half while compute works on the other and store drains
 the previous tile.  Dependency tokens (through the runtime's dep_push /
 dep_pop) guard every reuse of a half; each stream starts by granting two free
 halves and ends by taking them back, so the token queues are balanced at
-every synchronize.
+every synchronize.  Before that, each stream loads what the compute engine
+needs throughout: every micro-op kernel it will run (one UOP LOAD, when they
+fit the micro-op buffer) and the whole bias (one ACC LOAD, kept at the top of
+ACC).  The compute engine's own LOADs share the DRAM bus with the load
+engine's weight bursts; made mid-stream they stalled compute by hundreds of
+cycles each.
 
-A GEMM's micro-op kernel enumerates (kernel position, output-channel block,
-column), the column fastest, so neighbouring micro-ops never write the same
-destination (a read-after-write hazard); its two loops run over the tile rows
-and the chunk's channel blocks (the reduction).  Each chunk runs either one
-GEMM per kernel position or one GEMM for all of them, whichever the tiling
-cost model prefers.  Matmul
-and dense are the 1x1 convolution of a one-row image whose columns are the
-rows of the left operand.
+A chunk's GEMM work has four axes: output-channel blocks ``o``, rows ``y``,
+columns ``x`` and input-channel blocks ``c``.  A GEMM's two loops run over two
+of them (:attr:`ConvPlan.loops`) and its micro-op kernel enumerates the
+others (the kernel positions of the GEMM outermost, then ``c``, ``o``, ``y``,
+``x``), so that neighbouring micro-ops never write the same destination (the
+runtime's read-after-write rule).  The RTL reads a kernel's micro-ops once
+before it runs the GEMM, so long loops over a short kernel cost least.  Each
+chunk runs one GEMM per kernel position or one GEMM for all of them
+(:attr:`ConvPlan.split_kernel`).
+
+The planner (:func:`plan_conv2d`) predicts the RTL's cycles of every tiling
+(:func:`predict_cycles`: per step, the load engine's transfers against the
+compute engine's micro-ops, plus what each instruction costs beyond them)
+and, among the plans within 3% of the best prediction, takes the one the
+golden model runs fastest; a tuning log (:mod:`vta.tune`) overrides it with
+the plan measured fastest on the RTL.  :func:`conv2d_bound` gives the
+roofline of a layer (:mod:`vta.roofline`).  Matmul and dense are the 1x1
+convolution of a one-row image whose columns are the rows of the left
+operand.
 
 Element-wise add (a residual connection) runs on the ALU alone::
 
@@ -59,12 +75,15 @@ the half while compute fills the other one.
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from . import roofline
 from .config import Config
 from .driver.host import Buffer, RunStats
 from .isa import AluOp, MemId
@@ -80,10 +99,13 @@ from .runtime import (
 
 __all__ = [
     "add",
+    "add_bound",
     "conv2d",
+    "conv2d_bound",
     "conv2d_output_shape",
     "conv2d_packed",
     "dense",
+    "dense_bound",
     "emit_add",
     "emit_conv2d",
     "matmul",
@@ -94,10 +116,6 @@ __all__ = [
 ]
 
 _LOOP_MAX = (1 << 14) - 1
-# Tiling cost model (microseconds of the golden model, measured on a 2-core EPYC):
-_INSN_COST = 40  # per instruction
-_GEMM_COST = 90  # extra per GEMM instruction
-_LANE_COST = 0.025  # per accumulated lane when one GEMM sums several kernel positions
 _IMM_MIN, _IMM_MAX = -(1 << 15), (1 << 15) - 1
 
 
@@ -222,9 +240,13 @@ def _epilogue(bias: np.ndarray | None, n_out: int, shift: int, relu: bool,
 
 
 # ---------------------------------------------------------------- tiling
+#: The axes of a chunk's GEMM work: output-channel blocks, rows, columns, input-channel blocks.
+GEMM_AXES = "oyxc"
+
+
 @dataclass(frozen=True)
 class ConvPlan:
-    """How a packed convolution is tiled (see the module docstring).
+    """How a packed convolution is tiled and scheduled (see the module docstring).
 
     Attributes
     ----------
@@ -238,9 +260,13 @@ class ConvPlan:
         blocks per reduction chunk (divides ``cb``).
     split_kernel : bool
         One GEMM per kernel position (else one GEMM per chunk whose kernel
-        enumerates every position; possible when a tile has at least three
-        output elements, so that neighbouring micro-ops never share a
-        destination).
+        enumerates every position).
+    loops : str
+        The two axes of :data:`GEMM_AXES` that a GEMM's loops run over (outer,
+        then inner); its micro-op kernel enumerates the others (kernel
+        positions outermost, then input-channel blocks, output-channel blocks,
+        rows, columns).  The RTL reads a kernel's micro-ops once before the
+        GEMM runs, so long loops over a short kernel cost least.
     """
 
     nb: int
@@ -261,6 +287,7 @@ class ConvPlan:
     tw: int
     tcb: int
     split_kernel: bool = True
+    loops: str = "yc"
 
     @property
     def tiles(self) -> int:
@@ -272,6 +299,12 @@ class ConvPlan:
     def chunks(self) -> int:
         """Reduction chunks per tile."""
         return self.cb // self.tcb
+
+    @property
+    def tiling(self) -> dict[str, Any]:
+        """The choices of this plan (what :func:`plan_conv2d` takes as ``tiling``)."""
+        return {"tob": self.tob, "th": self.th, "tw": self.tw, "tcb": self.tcb,
+                "split_kernel": self.split_kernel, "loops": self.loops}
 
 
 def _candidates(n: int) -> list[int]:
@@ -291,63 +324,256 @@ def conv2d_output_shape(h: int, w: int, kh: int, kw: int, stride: tuple[int, int
     return oh, ow
 
 
+@dataclass(frozen=True)
+class _Regions:
+    """Scratchpad areas of a convolution: two halves of INP, WGT and ACC, and the bias."""
+
+    inp_half: int
+    wgt_half: int
+    acc_half: int
+    bias_base: int | None  # where the whole bias stays for the stream (None: none, or per tile)
+    tile_bias: bool  # each tile loads its bias at the top of its ACC half
+
+
+def _regions(cfg: Config, ob: int, bias: bool) -> _Regions:
+    acc = min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH)
+    resident = bias and ob <= acc // 8  # the whole bias at the top of ACC, loaded once
+    return _Regions(cfg.INP_BUFF_DEPTH // 2, cfg.WGT_BUFF_DEPTH // 2,
+                    min((acc - (ob if resident else 0)) // 2, _LOOP_MAX),
+                    acc - ob if resident else None, bias and not resident)
+
+
+def _gemm_axes(p: ConvPlan, tob: int, th: int, tw: int, tih: int,
+               tiw: int) -> dict[str, tuple[int, int, int, int]]:
+    """(extent, dst, src, wgt step) of each axis of a chunk's GEMM work."""
+    khw = p.kh * p.kw
+    return {"o": (tob, th * tw, 0, p.tcb * khw), "y": (th, tw, p.sh * tiw, 0),
+            "x": (tw, 1, p.sw, 0), "c": (p.tcb, 0, tih * tiw, khw)}
+
+
+def _kernel_ok(extent: dict[str, int], loops: str, group: int) -> bool:
+    """Whether a GEMM kernel over the axes outside ``loops`` is free of hazards.
+
+    Neighbouring micro-ops of a kernel must not write one destination
+    (:meth:`vta.runtime.CommandQueue.uop_push`).  The kernel enumerates the
+    positions of a group and the input-channel blocks (no destination step)
+    outside the output axes, so it repeats destinations only when those
+    repeat, after every run of output entries: that run needs three entries.
+    """
+    run = 1
+    for a in "oyx":
+        if a not in loops:
+            run *= extent[a]
+    repeats = group * (1 if "c" in loops else extent["c"])
+    return repeats == 1 or run >= 3
+
+
+# RTL cost model (cycles; the Verilator RTL, measured with `vta trace`): what an instruction
+# costs beyond its micro-ops or its transfer, and a micro-op LOAD that waits behind the load
+# engine's weight bursts on the shared bus (a kernel not preloaded).
+_C_INSN = 7
+_C_LOAD = 24
+_C_STORE = 36
+_C_KERNEL_LOAD = 400
+_PAIRS = ("oy", "ox", "oc", "yx", "yc", "xc")  # loop pairs, outer first
+
+
+def _loop_choices(tcb: int, tob: int, th: int, tw: int, group: int) -> list[str]:
+    """Loop pairs for a tile's GEMMs, longest loops first (in :data:`_PAIRS` order among
+    equals; the reduction ``c`` is the inner loop whenever it is a loop)."""
+    e = (tob, th, tw, tcb)
+    scored = []
+    for i, (a, b, rest) in enumerate(((0, 1, (2,)), (0, 2, (1,)), (0, 3, (1, 2)),
+                                      (1, 2, (0,)), (1, 3, (0, 2)), (2, 3, (0, 1)))):
+        if e[a] > _LOOP_MAX or e[b] > _LOOP_MAX:
+            continue
+        run = math.prod(e[r] for r in rest)
+        repeats = group * (1 if b == 3 else tcb)
+        if repeats == 1 or run >= 3:  # _kernel_ok
+            scored.append((-e[a] * e[b], i))
+    scored.sort()
+    return [_PAIRS[i] for _, i in scored]
+
+
+def _sizes(n: int, t: int) -> list[tuple[int, int]]:
+    """(size, count) of the tiles of an axis of ``n`` cut into tiles of ``t``."""
+    full, rest = divmod(n, t)
+    return ((t, full), (rest, 1)) if rest else ((t, full),)
+
+
+class _Model:
+    """The planner's RTL cost model for one layer (see :func:`predict_cycles`)."""
+
+    def __init__(self, cfg: Config, shape: tuple, bias: bool, alu_steps: int = 3):
+        (self.nb, self.cb, self.h, self.w, self.ob, self.kh, self.kw, self.oh, self.ow,
+         self.sh, self.sw, self.ph, self.pw) = shape
+        self.bias, self.alu_steps = bias, alu_steps
+        self.regions = _regions(cfg, self.ob, bias)
+        bus = cfg.BUS_BYTES
+        self.inp, self.wgt, self.acc, self.out = (
+            max(1.0, cfg.elem_bytes_of(m) / bus) for m in ("INP", "WGT", "ACC", "OUT"))
+        self.uop_depth = cfg.UOP_BUFF_DEPTH
+
+    def cycles(self, tob_: int, th_: int, tw_: int, tcb: int, split: bool, loops: str) -> float:
+        khw = self.kh * self.kw
+        n_gemm = khw if split else 1
+        group = 1 if split else khw
+        chunks = self.cb // tcb
+        tiles_pix = self.nb * -(-self.oh // th_) * -(-self.ow // tw_)
+        total = 0.0
+        first_load = None
+        kernel_uops = 0
+        epilogue = self.alu_steps + self.bias
+        for (tob, n_o), (th, n_h), (tw, n_w) in itertools.product(
+                _sizes(self.ob, tob_), _sizes(self.oh, th_), _sizes(self.ow, tw_)):
+            entries = tob * th * tw
+            tih, tiw = (th - 1) * self.sh + self.kh, (tw - 1) * self.sw + self.kw
+            extent = {"o": tob, "y": th, "x": tw, "c": tcb}
+            if not _kernel_ok(extent, loops, group):
+                return math.inf
+            gemm = entries * tcb * khw
+            kernel = gemm // (n_gemm * extent[loops[0]] * extent[loops[1]])
+            kernel_uops += 4 * kernel * n_gemm  # two ACC halves x two INP halves
+            c_chunk = gemm + n_gemm * (_C_INSN + kernel + 2)
+            l_inp = tcb * (_C_LOAD + max(tih * tiw,
+                                         min(tih, self.h) * min(tiw, self.w) * self.inp))
+            w_load = _C_LOAD + tob * tcb * khw * self.wgt
+            if chunks == 1:
+                w_share = w_load * min(2, tiles_pix) / tiles_pix
+            elif chunks == 2:
+                w_share = w_load / tiles_pix
+            else:
+                w_share = w_load
+            c_tile = entries + _C_INSN + epilogue * (entries + _C_INSN)
+            if self.regions.tile_bias:
+                c_tile += _C_LOAD + tob * self.acc
+            s_tile = (1 if tw == self.ow else tob) * _C_STORE + entries * self.out
+            tile = chunks * max(c_chunk, l_inp + w_share) + c_tile
+            total += self.nb * n_o * n_h * n_w * max(tile, s_tile)
+            if first_load is None:
+                first_load = l_inp + w_load
+        if kernel_uops > self.uop_depth:  # not preloaded: micro-op loads wait mid-stream
+            preload = tiles_pix * -(-self.ob // tob_) * chunks * n_gemm * _C_KERNEL_LOAD
+        else:
+            preload = kernel_uops + (self.ob * self.acc if self.regions.bias_base is not None
+                                     else 0)
+        return total + first_load + preload
+
+
+def predict_cycles(cfg: Config, p: ConvPlan, bias: bool = True, alu_steps: int = 3) -> float:
+    """Cycles the RTL should take for plan ``p`` (the planner's cost model).
+
+    Per reduction step the load engine brings the next input window (and the
+    weights, unless they are still in their half) while compute runs the
+    GEMMs; every instruction costs a few cycles beyond its micro-ops or bytes
+    and every GEMM reads its kernel once (the RTL's range check); the tile's
+    reset and ALU epilogue and the first step's loads add up; the stores
+    overlap the next tile.  ``alu_steps`` counts the epilogue's ALU steps
+    after the bias.  A ranking, not a promise: `vta tune` measures.
+    """
+    shape = (p.nb, p.cb, p.h, p.w, p.ob, p.kh, p.kw, p.oh, p.ow, p.sh, p.sw, p.ph, p.pw)
+    return _Model(cfg, shape, bias, alu_steps).cycles(p.tob, p.th, p.tw, p.tcb,
+                                                      p.split_kernel, p.loops)
+
+
+def _fits(cfg: Config, regions: _Regions, p: ConvPlan) -> bool:
+    """Whether plan ``p``'s tiles fit the scratchpad halves and its loops their fields."""
+    tih, tiw = (p.th - 1) * p.sh + p.kh, (p.tw - 1) * p.sw + p.kw
+    per_tile_bias = p.tob if regions.tile_bias else 0
+    khw = p.kh * p.kw
+    group = 1 if p.split_kernel else khw
+    extent = {"o": p.tob, "y": p.th, "x": p.tw, "c": p.tcb}
+    kernel = group * math.prod(extent[a] for a in GEMM_AXES if a not in p.loops)
+    return (p.cb % p.tcb == 0 and p.tob * p.tcb * khw <= regions.wgt_half
+            and p.tcb * tih * tiw <= regions.inp_half
+            and p.tob * p.th * p.tw + per_tile_bias <= regions.acc_half
+            and len(p.loops) == 2 and p.loops[0] != p.loops[1]
+            and set(p.loops) <= set(GEMM_AXES)
+            and all(extent[a] <= _LOOP_MAX for a in p.loops)
+            and kernel <= cfg.UOP_BUFF_DEPTH // 2
+            and _kernel_ok(extent, p.loops, group))
+
+
+# Host cost of a plan on the golden model (microseconds: per instruction, per GEMM, per lane
+# of a GEMM whose kernel sums several of its own micro-ops into one destination -- kernel
+# positions or input-channel blocks inside the kernel, which the golden model cannot read as
+# one dot product per destination; measured on 2-core EPYC and Xeon hosts): among the plans
+# the RTL should run about as fast as the best (within _RTL_TOLERANCE), the planner takes the
+# cheapest for the golden model, the default backend.
+_HOST_INSN = 40
+_HOST_GEMM = 90
+_HOST_LANE = 0.025
+_RTL_TOLERANCE = 0.03
+
+
+def _host_cost(cfg: Config, p: ConvPlan) -> float:
+    khw = p.kh * p.kw
+    tiles = p.tiles
+    steps = tiles * p.chunks
+    tih, tiw = (p.th - 1) * p.sh + p.kh, (p.tw - 1) * p.sw + p.kw
+    n_gemm = khw if p.split_kernel else 1
+    cost = ((steps * (p.tcb + 3) + tiles * (12 + p.tob)) * _HOST_INSN
+            + steps * p.tcb * tih * tiw * 0.02 + steps * p.tob * p.tcb * khw * 0.1
+            + steps * n_gemm * (_HOST_INSN + _HOST_GEMM))
+    if p.split_kernel and ("c" in p.loops or p.tcb == 1):
+        return cost
+    lanes = steps * khw * p.tob * p.th * p.tw * p.tcb * cfg.BATCH * cfg.BLOCK_OUT
+    return cost + lanes * _HOST_LANE
+
+
 @functools.lru_cache(maxsize=256)
-def _plan(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: int,
-          sh: int, sw: int, ph: int, pw: int, bias: bool) -> ConvPlan:
+def _plans(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: int,
+           sh: int, sw: int, ph: int, pw: int, bias: bool) -> tuple[ConvPlan, ...]:
+    """Every tiling worth considering, the planner's choice first, then by predicted cycles.
+
+    The choice: of the plans whose predicted RTL cycles (:func:`predict_cycles`)
+    are within 3% of the best, the cheapest for the golden model to run.
+    """
     oh, ow = conv2d_output_shape(h, w, kh, kw, (sh, sw), (ph, pw))
-    inp_half = cfg.INP_BUFF_DEPTH // 2
-    wgt_half = cfg.WGT_BUFF_DEPTH // 2
-    acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
-    uop_budget = cfg.UOP_BUFF_DEPTH // 2
-    best = None
+    regions = _regions(cfg, ob, bias)
+    shape = (nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw)
+    model = _Model(cfg, shape, bias)
+    found: list[tuple] = []
     for tcb in reversed(_divisors(cb)):
-        chunks = cb // tcb
         for tob in _candidates(ob):
-            if tob * tcb * kh * kw > wgt_half:
+            if tob * tcb * kh * kw > regions.wgt_half:
                 break
             for th in _candidates(oh):
                 tih = (th - 1) * sh + kh
-                if tcb * tih * kw > inp_half or tob * th > acc_half:
+                if tcb * tih * kw > regions.inp_half or tob * th > regions.acc_half:
                     break
                 for tw in _candidates(ow):
                     tiw = (tw - 1) * sw + kw
-                    if tcb * tih * tiw > inp_half:
+                    if tcb * tih * tiw > regions.inp_half:
                         break
-                    if tob * th * tw + (tob if bias else 0) > acc_half:
+                    if tob * th * tw + (tob if regions.tile_bias else 0) > regions.acc_half:
                         break
-                    if tob * tw + tob + 8 > uop_budget:
-                        break
-                    tiles = nb * -(-ob // tob) * -(-oh // th) * -(-ow // tw)
-                    steps = tiles * chunks
-                    inp_elems = steps * tcb * tih * tiw
-                    wgt_elems = steps * tob * tcb * kh * kw
-                    base = (steps * (tcb + 3) + tiles * (12 + tob)) * _INSN_COST \
-                        + inp_elems * 0.02 + wgt_elems * 0.1
-                    # split: one GEMM per kernel position, each destination once per GEMM
-                    options = [(base + steps * kh * kw * (_INSN_COST + _GEMM_COST), True)]
-                    combined_ok = kh * kw > 1 and tob * tw >= 3 and \
-                        kh * kw * tob * tw + tob + 8 <= uop_budget
-                    if combined_ok:  # one GEMM per chunk; kernel positions summed in place
-                        lanes = steps * kh * kw * tob * th * tw * cfg.BATCH * cfg.BLOCK_OUT
-                        options.append((base + steps * (_INSN_COST + _GEMM_COST)
-                                        + lanes * _LANE_COST, False))
-                    for cost, split in options:
-                        key = (cost, -tob * th * tw)
-                        if best is None or key < best[0]:
-                            best = (key, (tob, th, tw, tcb, split))
-    if best is None:
+                    for split in ((True, False) if kh * kw > 1 else (True,)):
+                        group = 1 if split else kh * kw
+                        for loops in _loop_choices(tcb, tob, th, tw, group)[:1]:
+                            extent = {"o": tob, "y": th, "x": tw, "c": tcb}
+                            kernel = group * tob * th * tw * tcb // (
+                                extent[loops[0]] * extent[loops[1]])
+                            if kernel > cfg.UOP_BUFF_DEPTH // 2:
+                                continue
+                            found.append((model.cycles(tob, th, tw, tcb, split, loops),
+                                          -tob * th * tw, len(found),
+                                          ConvPlan(*shape, tob, th, tw, tcb, split, loops)))
+    if not found:
         raise ValueError(
             f"a {kh}x{kw} convolution does not fit this configuration's scratchpads even with "
-            f"1-block tiles (INP half {inp_half}, WGT half {wgt_half}, ACC half {acc_half} "
-            f"entries, micro-op buffer {cfg.UOP_BUFF_DEPTH})")
-    tob, th, tw, tcb, split = best[1]
-    return ConvPlan(nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw, tob, th, tw, tcb, split)
+            f"1-block tiles (INP half {regions.inp_half}, WGT half {regions.wgt_half}, ACC "
+            f"half {regions.acc_half} entries, micro-op buffer {cfg.UOP_BUFF_DEPTH})")
+    found.sort(key=lambda f: f[:3])
+    limit = found[0][0] * (1 + _RTL_TOLERANCE)
+    choice = min((f for f in found if f[0] <= limit), key=lambda f: _host_cost(cfg, f[3]))
+    return (choice[3], *(f[3] for f in found if f is not choice))
 
 
-def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
-                stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
-                bias: bool = False) -> ConvPlan:
-    """The tiling :func:`conv2d_packed` uses for packed shapes ``data_shape`` / ``kernel_shape``."""
+def _layer(data_shape: Sequence[int], kernel_shape: Sequence[int], stride, padding,
+           bias: bool) -> tuple:
+    """The checked layer key of a packed convolution: (nb, cb, h, w, ob, kh, kw, sh, sw, ph,
+    pw, bias)."""
     nb, cb, h, w = data_shape[:4]
     ob, cb2, kh, kw = kernel_shape[:4]
     if cb2 != cb:
@@ -370,19 +596,80 @@ def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[i
         raise ValueError(f"{cb} input-channel blocks x {kh}x{kw} kernel positions = "
                          f"{cb * kh * kw} weight entries per output block: LOAD strides are "
                          f"16-bit, so at most {_MAX_STRIDE}")
-    return _plan(cfg, nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, bool(bias))
+    return (int(nb), int(cb), int(h), int(w), int(ob), int(kh), int(kw), sh, sw, ph, pw,
+            bool(bias))
+
+
+def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
+                stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
+                bias: bool = False, tiling: dict[str, Any] | None = None) -> ConvPlan:
+    """The tiling :func:`conv2d_packed` uses for packed shapes ``data_shape`` / ``kernel_shape``.
+
+    ``tiling`` (the :attr:`ConvPlan.tiling` of another plan) asks for given
+    choices; otherwise the active tuning log's entry for this layer is used
+    when it has one (:mod:`vta.tune`), else the best plan of the cost model
+    (:func:`predict_cycles`).
+    """
+    shape = _layer(data_shape, kernel_shape, stride, padding, bias)
+    if tiling is None:
+        from .tune import log as tuning_log
+
+        tiling = tuning_log.lookup(cfg, "conv2d", shape)
+        if tiling is None:
+            return _plans(cfg, *shape)[0]
+    return _tiled(cfg, shape, tiling)
+
+
+def conv2d_plans(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
+                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
+                 bias: bool = False) -> tuple[ConvPlan, ...]:
+    """Every plan of the planner's search space for this layer, best predicted first."""
+    return _plans(cfg, *_layer(data_shape, kernel_shape, stride, padding, bias))
+
+
+def _tiled(cfg: Config, shape: tuple, tiling: dict[str, Any]) -> ConvPlan:
+    """The plan for ``shape`` with the given choices (ValueError when they do not fit)."""
+    nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, bias = shape
+    oh, ow = conv2d_output_shape(h, w, kh, kw, (sh, sw), (ph, pw))
+    try:
+        plan = ConvPlan(nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw,
+                        int(tiling["tob"]), int(tiling["th"]), int(tiling["tw"]),
+                        int(tiling["tcb"]), bool(tiling.get("split_kernel", True)),
+                        str(tiling.get("loops", "yc")))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"tiling {tiling!r} is not one of ConvPlan.tiling's form ({exc})") \
+            from None
+    if not (1 <= plan.tob <= ob and 1 <= plan.th <= oh and 1 <= plan.tw <= ow
+            and 1 <= plan.tcb <= cb and _fits(cfg, _regions(cfg, ob, bias), plan)):
+        raise ValueError(f"tiling {tiling!r} does not fit this layer on {cfg.name} (tiles "
+                         "beyond the scratchpad halves, loops beyond their fields, or a "
+                         "micro-op kernel with a read-after-write hazard)")
+    return plan
 
 
 # --------------------------------------------------------------- engine
 class _Pipeline:
-    """Token bookkeeping for the two virtual threads (two halves of every scratchpad)."""
+    """Token bookkeeping for the two virtual threads (two halves of every scratchpad).
 
-    def __init__(self, q: CommandQueue):
+    ``preamble`` (optional) queues what every stream needs before its first
+    tile (the compute engine's loads of resident data); it runs at the start
+    of each stream, before the halves are granted.
+    """
+
+    def __init__(self, q: CommandQueue, preamble: Any = None, preamble_size: tuple = (0, 0)):
         self.q = q
         self.wgt_in_half: list[Any] = [None, None]
+        self.preamble = preamble
+        self.preamble_size = preamble_size
 
     def begin(self) -> None:
         q = self.q
+        if self.preamble is not None:
+            insns, uops = self.preamble_size
+            insns_left, uops_left = q.headroom()
+            if insns + 16 > insns_left or uops > uops_left:
+                q.synchronize()  # no token in flight here
+            self.preamble()
         for _ in range(2):  # two free INP/WGT halves, two free ACC/OUT halves
             q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
             q.dep_push(STORE_STAGE, COMPUTE_STAGE)
@@ -403,89 +690,53 @@ class _Pipeline:
             self.begin()
 
 
-def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer,
-               wgt_buf: Buffer, bias_buf: Buffer | None, out_buf: Buffer) -> None:
-    cfg = q.cfg
-    p = plan
-    inp_half = cfg.INP_BUFF_DEPTH // 2
-    wgt_half = cfg.WGT_BUFF_DEPTH // 2
-    acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
-    khw = p.kh * p.kw
-    pipe = _Pipeline(q)
-    pipe.begin()
-    step = tile = 0
+@dataclass(frozen=True)
+class _Tile:
+    """One output tile of a schedule and where it lives."""
+
+    nb: int
+    ob0: int
+    tob: int
+    oh0: int
+    th: int
+    ow0: int
+    tw: int
+    acc_base: int
+    bias_base: int | None
+    step0: int  # the global index of its first reduction step
+
+    def window(self, p: ConvPlan) -> tuple[int, int]:
+        """Input rows and columns of the tile's window."""
+        return (self.th - 1) * p.sh + p.kh, (self.tw - 1) * p.sw + p.kw
+
+
+def _schedule(p: ConvPlan, regions: _Regions, bias: bool) -> list[_Tile]:
+    """The output tiles in order: batch, output-channel tile, rows, columns."""
+    tiles = []
     for nb in range(p.nb):
         for ob0 in range(0, p.ob, p.tob):
             tob = min(p.tob, p.ob - ob0)
             for oh0 in range(0, p.oh, p.th):
-                th = min(p.th, p.oh - oh0)
-                tih = (th - 1) * p.sh + p.kh
                 for ow0 in range(0, p.ow, p.tw):
-                    tw = min(p.tw, p.ow - ow0)
-                    tiw = (tw - 1) * p.sw + p.kw
-                    split = p.split_kernel or tob * tw < 3
-                    gemm_uops = khw * tob * tw
-                    pipe.checkpoint(p.chunks * (p.tcb + 4 + 2 * khw) + 16 + tob,
-                                    p.chunks * gemm_uops + 2 * tob + 16)
-                    ah = tile % 2
-                    acc_base = ah * acc_half
-                    bias_base = acc_base + acc_half - tob
-                    # compute: wait until the store of tile - 2 has drained this ACC half
-                    q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
-                    if epi.bias:
-                        q.load_2d(bias_buf, ob0, tob, 1, tob, 0, 0, 0, 0, bias_base, MemId.ACC)
-                    _push_elementwise(q, ("reset", acc_base, tob * th, tw), acc_base,
-                                      tob * th, tw, MODE_GEMM)
-                    for c0 in range(0, p.cb, p.tcb):
-                        h = step % 2
-                        inp_base, wgt_base = h * inp_half, h * wgt_half
-                        # load: wait until the GEMM of step - 2 has released this half
-                        q.dep_pop(COMPUTE_STAGE, LOAD_STAGE)
-                        if pipe.wgt_in_half[h] != (ob0, c0):
-                            q.load_2d(wgt_buf, (ob0 * p.cb + c0) * khw, p.tcb * khw, tob,
-                                      p.cb * khw, 0, 0, 0, 0, wgt_base, MemId.WGT)
-                            pipe.wgt_in_half[h] = (ob0, c0)
-                        _load_window(q, p, data_buf, nb, c0, oh0, ow0, tih, tiw, inp_base)
-                        q.dep_push(LOAD_STAGE, COMPUTE_STAGE)
-                        # compute: wait for the data, accumulate, release the half
-                        q.dep_pop(LOAD_STAGE, COMPUTE_STAGE)
-                        _push_conv_gemm(q, p, split, acc_base, inp_base, wgt_base, tob, th, tw,
-                                        tih, tiw)
-                        q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
-                        step += 1
-                    # epilogue
-                    if epi.bias:
-                        def bias_kernel(acc_base=acc_base, bias_base=bias_base, tob=tob, th=th,
-                                        tw=tw):
-                            q.uop_loop_begin(th, tw, 0, 0)
-                            q.uop_loop_begin(tw, 1, 0, 0)
-                            for o in range(tob):
-                                q.uop_push(MODE_ALU, 0, acc_base + o * th * tw, bias_base + o, 0,
-                                           AluOp.ADD, 0, 0)
-                            q.uop_loop_end()
-                            q.uop_loop_end()
-                        q.push_alu(("bias", acc_base, bias_base, tob, th, tw), bias_kernel)
-                    for op, imm in epi.alu_steps:
-                        _push_elementwise(q, ("alu", int(op), imm, acc_base, tob * th, tw),
-                                          acc_base, tob * th, tw, MODE_ALU, op, imm)
-                    q.dep_push(COMPUTE_STAGE, STORE_STAGE)
-                    # store
-                    q.dep_pop(COMPUTE_STAGE, STORE_STAGE)
-                    plane = p.oh * p.ow
-                    out_elem = ((nb * p.ob + ob0) * p.oh + oh0) * p.ow + ow0
-                    if tw == p.ow and plane <= _MAX_STRIDE:
-                        q.store_2d(acc_base, MemId.OUT, out_buf, out_elem, th * tw, tob, plane)
+                    acc_base = (len(tiles) % 2) * regions.acc_half
+                    if not bias:
+                        bias_base = None
+                    elif regions.bias_base is not None:
+                        bias_base = regions.bias_base + ob0
                     else:
-                        for o in range(tob):
-                            q.store_2d(acc_base + o * th * tw, MemId.OUT, out_buf,
-                                       out_elem + o * plane, tw, th, p.ow)
-                    q.dep_push(STORE_STAGE, COMPUTE_STAGE)
-                    tile += 1
-    pipe.end()
+                        bias_base = acc_base + regions.acc_half - tob
+                    tiles.append(_Tile(nb, ob0, tob, oh0, min(p.th, p.oh - oh0), ow0,
+                                       min(p.tw, p.ow - ow0), acc_base, bias_base,
+                                       len(tiles) * p.chunks))
+    return tiles
 
 
-def _push_elementwise(q: CommandQueue, key: tuple, base: int, rows: int, cols: int, mode: int,
-                      op: AluOp = AluOp.MIN, imm: int = 0) -> None:
+#: A micro-op kernel to push or preload: (cache key, recording function, mode, micro-ops).
+_Kernel = tuple
+
+
+def _elementwise_kernel(q: CommandQueue, base: int, rows: int, cols: int, mode: int,
+                        op: AluOp = AluOp.MIN, imm: int = 0) -> _Kernel:
     """GEMM reset (mode GEMM) or an ALU-immediate op over ``rows * cols`` consecutive entries."""
 
     def finit() -> None:
@@ -498,10 +749,168 @@ def _push_elementwise(q: CommandQueue, key: tuple, base: int, rows: int, cols: i
         q.uop_loop_end()
         q.uop_loop_end()
 
+    key = ("reset", base, rows, cols) if mode == MODE_GEMM else \
+        ("alu", int(op), imm, base, rows, cols)
+    return key, finit, mode, 1
+
+
+def _bias_kernel(q: CommandQueue, t: _Tile) -> _Kernel:
+    """ADD the bias entry of each output-channel block to the tile's entries of that block."""
+
+    def finit() -> None:
+        q.uop_loop_begin(t.th, t.tw, 0, 0)
+        q.uop_loop_begin(t.tw, 1, 0, 0)
+        for o in range(t.tob):
+            q.uop_push(MODE_ALU, 0, t.acc_base + o * t.th * t.tw, t.bias_base + o, 0,
+                       AluOp.ADD, 0, 0)
+        q.uop_loop_end()
+        q.uop_loop_end()
+
+    return ("bias", t.acc_base, t.bias_base, t.tob, t.th, t.tw), finit, MODE_ALU, t.tob
+
+
+def _gemm_kernels(q: CommandQueue, p: ConvPlan, t: _Tile, inp_base: int,
+                  wgt_base: int) -> list[_Kernel]:
+    """The GEMMs accumulating one chunk into tile ``t``: one per kernel position, or one.
+
+    The plan's loops run over two axes of the chunk's work; the kernel
+    enumerates the others (see :class:`ConvPlan`).  An edge tile whose
+    extents make the plan's choice impossible (a kernel hazard) takes the
+    best choice that works for it.
+    """
+    tih, tiw = t.window(p)
+    axes = _gemm_axes(p, t.tob, t.th, t.tw, tih, tiw)
+    extent = {a: v[0] for a, v in axes.items()}
+    khw = p.kh * p.kw
+    split, loops = p.split_kernel, p.loops
+    if not _kernel_ok(extent, loops, 1 if split else khw):
+        choices = _loop_choices(p.tcb, t.tob, t.th, t.tw, 1 if split else khw)
+        if not choices:
+            split = True
+            choices = _loop_choices(p.tcb, t.tob, t.th, t.tw, 1)
+        loops = choices[0]
+    inner = [a for a in "coyx" if a not in loops]
+    idx = np.indices([extent[a] for a in inner]).reshape(len(inner), -1)
+    dst, src, wgt = (sum((idx[i] * axes[a][k] for i, a in enumerate(inner)),
+                         np.zeros(idx.shape[1], np.int64)) for k in (1, 2, 3))
+    positions = [(r, s) for r in range(p.kh) for s in range(p.kw)]
+    kernels = []
+    for group in ([[pos] for pos in positions] if split else [positions]):
+        offsets = tuple((r * tiw + s, r * p.kw + s) for r, s in group)
+
+        def finit(offsets=offsets) -> None:
+            for a in loops:
+                q.uop_loop_begin(*axes[a])
+            for src_off, wgt_off in offsets:
+                q.uop_push_block(MODE_GEMM, 0, t.acc_base + dst, inp_base + src_off + src,
+                                 wgt_base + wgt_off + wgt)
+            for _ in loops:
+                q.uop_loop_end()
+
+        key = ("gemm", loops, tuple(axes[a] for a in "oyxc"), offsets, t.acc_base, inp_base,
+               wgt_base)
+        kernels.append((key, finit, MODE_GEMM, len(offsets) * idx.shape[1]))
+    return kernels
+
+
+def _push(q: CommandQueue, kernel: _Kernel) -> None:
+    key, finit, mode, _ = kernel
     if mode == MODE_GEMM:
         q.push_gemm(key, finit)
     else:
         q.push_alu(key, finit)
+
+
+def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer,
+               wgt_buf: Buffer, bias_buf: Buffer | None, out_buf: Buffer) -> None:
+    cfg = q.cfg
+    p = plan
+    regions = _regions(cfg, p.ob, epi.bias)
+    inp_half, wgt_half = regions.inp_half, regions.wgt_half
+    khw = p.kh * p.kw
+    tiles = _schedule(p, regions, epi.bias)
+
+    memo: dict[tuple, tuple] = {}
+
+    def kernels_of(t: _Tile) -> tuple[_Kernel, list[list[_Kernel]], list[_Kernel]]:
+        """(reset, the GEMMs of each step, the epilogue) of tile ``t``."""
+        key = (t.tob, t.th, t.tw, t.acc_base, t.bias_base, t.step0 % 2)
+        if key not in memo:
+            memo[key] = _tile_kernels(t)
+        return memo[key]
+
+    def _tile_kernels(t: _Tile) -> tuple[_Kernel, list[list[_Kernel]], list[_Kernel]]:
+        entries = (t.tob * t.th, t.tw)
+        reset = _elementwise_kernel(q, t.acc_base, *entries, MODE_GEMM)
+        steps = [_gemm_kernels(q, p, t, (s % 2) * inp_half, (s % 2) * wgt_half)
+                 for s in range(t.step0, t.step0 + p.chunks)]
+        epilogue = [_bias_kernel(q, t)] if epi.bias else []
+        epilogue += [_elementwise_kernel(q, t.acc_base, *entries, MODE_ALU, op, imm)
+                     for op, imm in epi.alu_steps]
+        return reset, steps, epilogue
+
+    # every kernel the stream uses, preloaded once per stream (in one UOP LOAD) when they fit
+    used: dict[Any, _Kernel] = {}
+    for t in tiles:
+        reset, steps, epilogue = kernels_of(t)
+        for k in (reset, *(k for step in steps for k in step), *epilogue):
+            used.setdefault(k[0], k)
+    n_uops = sum(k[3] for k in used.values())
+    preload = n_uops <= min(cfg.UOP_BUFF_DEPTH, q.max_uops // 2)
+    resident_bias = epi.bias and regions.bias_base is not None
+
+    def preamble() -> None:
+        if resident_bias:
+            q.load_2d(bias_buf, 0, p.ob, 1, p.ob, 0, 0, 0, 0, regions.bias_base, MemId.ACC)
+        if preload:
+            for key, finit, mode, _ in used.values():
+                q.preload(key, finit, mode)
+
+    pipe = _Pipeline(q, preamble, (2, n_uops if preload else 0))
+    pipe.begin()
+    for t in tiles:
+        reset, steps, epilogue = kernels_of(t)
+        tih, tiw = t.window(p)
+        gemm_uops = sum(k[3] for k in steps[0])
+        pipe.checkpoint(p.chunks * (p.tcb + 4 + 2 * len(steps[0])) + 16 + t.tob,
+                        0 if preload else p.chunks * gemm_uops + 2 * t.tob + 16)
+        # compute: wait until the store of tile - 2 has drained this ACC half
+        q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
+        if epi.bias and not resident_bias:
+            q.load_2d(bias_buf, t.ob0, t.tob, 1, t.tob, 0, 0, 0, 0, t.bias_base, MemId.ACC)
+        _push(q, reset)
+        for s, (c0, gemms) in enumerate(zip(range(0, p.cb, p.tcb), steps, strict=True)):
+            h = (t.step0 + s) % 2
+            inp_base, wgt_base = h * inp_half, h * wgt_half
+            # load: wait until the GEMM of step - 2 has released this half
+            q.dep_pop(COMPUTE_STAGE, LOAD_STAGE)
+            if pipe.wgt_in_half[h] != (t.ob0, c0):
+                q.load_2d(wgt_buf, (t.ob0 * p.cb + c0) * khw, p.tcb * khw, t.tob, p.cb * khw,
+                          0, 0, 0, 0, wgt_base, MemId.WGT)
+                pipe.wgt_in_half[h] = (t.ob0, c0)
+            _load_window(q, p, data_buf, t.nb, c0, t.oh0, t.ow0, tih, tiw, inp_base)
+            q.dep_push(LOAD_STAGE, COMPUTE_STAGE)
+            # compute: wait for the data, accumulate, release the half
+            q.dep_pop(LOAD_STAGE, COMPUTE_STAGE)
+            for k in gemms:
+                _push(q, k)
+            q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
+        # epilogue
+        for k in epilogue:
+            _push(q, k)
+        q.dep_push(COMPUTE_STAGE, STORE_STAGE)
+        # store
+        q.dep_pop(COMPUTE_STAGE, STORE_STAGE)
+        plane = p.oh * p.ow
+        out_elem = ((t.nb * p.ob + t.ob0) * p.oh + t.oh0) * p.ow + t.ow0
+        if t.tw == p.ow and plane <= _MAX_STRIDE:
+            q.store_2d(t.acc_base, MemId.OUT, out_buf, out_elem, t.th * t.tw, t.tob, plane)
+        else:
+            for o in range(t.tob):
+                q.store_2d(t.acc_base + o * t.th * t.tw, MemId.OUT, out_buf,
+                           out_elem + o * plane, t.tw, t.th, p.ow)
+        q.dep_push(STORE_STAGE, COMPUTE_STAGE)
+    pipe.end()
 
 
 def _load_window(q: CommandQueue, p: ConvPlan, data_buf: Buffer, nb: int, c0: int, oh0: int,
@@ -517,38 +926,16 @@ def _load_window(q: CommandQueue, p: ConvPlan, data_buf: Buffer, nb: int, c0: in
                   inp_base + c * tih * tiw, MemId.INP)
 
 
-def _push_conv_gemm(q: CommandQueue, p: ConvPlan, split: bool, acc_base: int, inp_base: int,
-                    wgt_base: int, tob: int, th: int, tw: int, tih: int, tiw: int) -> None:
-    """Accumulate one chunk into the tile: one GEMM per kernel position, or one for all.
-
-    A kernel has a micro-op per (kernel position, output-channel block,
-    column), the column fastest: neighbouring micro-ops have different
-    destinations (all do when split; with every position in one kernel the
-    tile needs at least three outputs per row).  Loops: tile rows (outer) and
-    the chunk's channel blocks (inner, a reduction).
-    """
-    khw = p.kh * p.kw
-    o, x = np.divmod(np.arange(tob * tw), tw)
-    positions = [(r, s) for r in range(p.kh) for s in range(p.kw)]
-    for group in ([[pos] for pos in positions] if split else [positions]):
-        def finit(group=group) -> None:
-            q.uop_loop_begin(th, tw, p.sh * tiw, 0)
-            q.uop_loop_begin(p.tcb, 0, tih * tiw, khw)
-            for r, s in group:
-                q.uop_push_block(MODE_GEMM, 0, acc_base + o * th * tw + x,
-                                 inp_base + r * tiw + s + x * p.sw,
-                                 wgt_base + o * p.tcb * khw + r * p.kw + s)
-            q.uop_loop_end()
-            q.uop_loop_end()
-
-        q.push_gemm(("gemm", acc_base, inp_base, wgt_base, tob, th, tw, tih, tiw, p.tcb,
-                     tuple(group)), finit)
+def _push_elementwise(q: CommandQueue, key: tuple, base: int, rows: int, cols: int, mode: int,
+                      op: AluOp = AluOp.MIN, imm: int = 0) -> None:
+    """Push :func:`_elementwise_kernel` under ``key``."""
+    _push(q, (key, *_elementwise_kernel(q, base, rows, cols, mode, op, imm)[1:]))
 
 
 # -------------------------------------------------------------- operators
 def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
-                     bias: np.ndarray | None, epi: _Epilogue, queue_options: dict | None
-                     ) -> tuple[np.ndarray, RunStats | None]:
+                     bias: np.ndarray | None, epi: _Epilogue, queue_options: dict | None,
+                     tiling: dict | None = None) -> tuple[np.ndarray, RunStats | None]:
     cfg = dev.cfg
     b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     if data.shape[4:] != (b, bi):
@@ -557,7 +944,7 @@ def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
     if kernel.shape[4:] != (bo, bi):
         raise ValueError(f"packed kernel must end in ({bo}, {bi}) (BLOCK_OUT, BLOCK_IN), not "
                          f"{kernel.shape[4:]}")
-    plan = plan_conv2d(cfg, data.shape, kernel.shape, stride, padding, epi.bias)
+    plan = plan_conv2d(cfg, data.shape, kernel.shape, stride, padding, epi.bias, tiling)
     out_shape = (plan.nb, plan.ob, plan.oh, plan.ow, b, bo)
     buffers: list[Buffer] = []
 
@@ -592,7 +979,7 @@ def conv2d_packed(dev, data: np.ndarray, kernel: np.ndarray, *,
                   stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
                   bias: np.ndarray | None = None, shift: int = 0, relu: bool = False,
                   clip: tuple[int, int] | None = None, return_stats: bool = False,
-                  queue_options: dict | None = None):
+                  queue_options: dict | None = None, tiling: dict | None = None):
     """2-D convolution of packed int8 tensors on ``dev``.
 
     Parameters
@@ -618,6 +1005,8 @@ def conv2d_packed(dev, data: np.ndarray, kernel: np.ndarray, *,
     queue_options : dict, optional
         Keyword options for :class:`~vta.runtime.CommandQueue` (``dump``,
         ``force_serial``, ``max_insns`` ...).
+    tiling : dict, optional
+        The tiling to use (a :attr:`ConvPlan.tiling`; default: :func:`plan_conv2d`'s).
 
     Returns
     -------
@@ -628,14 +1017,15 @@ def conv2d_packed(dev, data: np.ndarray, kernel: np.ndarray, *,
     kernel = _as_int8("kernel", kernel, 6)
     n_out = kernel.shape[0] * kernel.shape[4]
     epi, bias = _epilogue(bias, n_out, shift, relu, clip)
-    out, stats = _run_packed_conv(dev, data, kernel, stride, padding, bias, epi, queue_options)
+    out, stats = _run_packed_conv(dev, data, kernel, stride, padding, bias, epi, queue_options,
+                                  tiling)
     return (out, stats) if return_stats else out
 
 
 def conv2d(dev, data: np.ndarray, kernel: np.ndarray, *, stride: int | Sequence[int] = 1,
            padding: int | Sequence[int] = 0, bias: np.ndarray | None = None, shift: int = 0,
            relu: bool = False, clip: tuple[int, int] | None = None, return_stats: bool = False,
-           queue_options: dict | None = None):
+           queue_options: dict | None = None, tiling: dict | None = None):
     """2-D convolution of NCHW int8 activations with OIHW int8 weights on ``dev``.
 
     Any N, C and O: they are padded to the block sizes for you (see
@@ -654,14 +1044,14 @@ def conv2d(dev, data: np.ndarray, kernel: np.ndarray, *, stride: int | Sequence[
     if bias is not None:
         bias = np.concatenate([bias, np.zeros(o_pad - o, dtype=np.int32)])
     out, stats = _run_packed_conv(dev, pack_nchw(data, cfg), pack_oihw(kernel, cfg), stride,
-                                  padding, bias, epi, queue_options)
+                                  padding, bias, epi, queue_options, tiling)
     result = unpack_nchw(out, n, o)
     return (result, stats) if return_stats else result
 
 
 def dense(dev, x: np.ndarray, w: np.ndarray, *, bias: np.ndarray | None = None, shift: int = 0,
           relu: bool = False, clip: tuple[int, int] | None = None, return_stats: bool = False,
-          queue_options: dict | None = None):
+          queue_options: dict | None = None, tiling: dict | None = None):
     """``x @ w.T`` (+ bias, epilogue) for int8 ``x`` (M, K) and ``w`` (N, K), int32 accumulation.
 
     Any M, K, N (padded to the block sizes for you); ``bias`` has shape (N,).
@@ -691,7 +1081,7 @@ def dense(dev, x: np.ndarray, w: np.ndarray, *, bias: np.ndarray | None = None, 
     data = xp.reshape(mp // b, b, kp // bi, bi).transpose(2, 0, 1, 3)[None, :, None]
     kernel = wp.reshape(np_ // bo, bo, kp // bi, bi).transpose(0, 2, 1, 3)[:, :, None, None]
     out, stats = _run_packed_conv(dev, np.ascontiguousarray(data), np.ascontiguousarray(kernel),
-                                  1, 0, bias, epi, queue_options)
+                                  1, 0, bias, epi, queue_options, tiling)
     # (1, N/bo, 1, M/b, b, bo) -> (M, N)
     result = out[0, :, 0].transpose(1, 2, 0, 3).reshape(mp, np_)[:m, :n]
     result = np.ascontiguousarray(result)
@@ -709,7 +1099,7 @@ def emit_conv2d(q: CommandQueue, data_shape: Sequence[int], kernel_shape: Sequen
                 data: Buffer, kernel: Buffer, out: Buffer, *,
                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
                 bias: Buffer | None = None, shift: int = 0, relu: bool = False,
-                clip: tuple[int, int] | None = None) -> ConvPlan:
+                clip: tuple[int, int] | None = None, tiling: dict | None = None) -> ConvPlan:
     """Queue a packed convolution whose operands are already in device buffers.
 
     For callers that keep tensors on the device across layers (the graph
@@ -721,7 +1111,7 @@ def emit_conv2d(q: CommandQueue, data_shape: Sequence[int], kernel_shape: Sequen
     """
     epi, _ = _epilogue(None, 0, shift, relu, clip)
     epi = _Epilogue(bias is not None, epi.shift, epi.relu, epi.clip)
-    plan = plan_conv2d(q.cfg, data_shape, kernel_shape, stride, padding, epi.bias)
+    plan = plan_conv2d(q.cfg, data_shape, kernel_shape, stride, padding, epi.bias, tiling)
     _emit_conv(q, plan, epi, data, kernel, bias, out)
     return plan
 
@@ -846,3 +1236,41 @@ def add(dev, a: np.ndarray, b: np.ndarray, *, a_lshift: int = 0, b_lshift: int =
             dev.free(buf)
     out = np.ascontiguousarray(out)
     return (out, stats) if return_stats else out
+
+
+# --------------------------------------------------------------- roofline
+def conv2d_bound(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int], *,
+                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
+                 bias: bool = False, shift: int = 0, relu: bool = False,
+                 clip: tuple[int, int] | None = None) -> roofline.Bound:
+    """Lower bound in cycles of :func:`conv2d_packed` on ``cfg`` (:mod:`vta.roofline`).
+
+    Packed shapes as :func:`conv2d_packed` takes them (``dense`` and
+    ``matmul``: the one-row image of :func:`dense_bound`).
+    """
+    epi, _ = _epilogue(None, 0, shift, relu, clip)
+    work = roofline.conv2d_work(cfg, data_shape, kernel_shape, _pair("stride", stride, 1, 15),
+                                _pair("padding", padding, 0, 15), bias=bias,
+                                alu_steps=len(epi.alu_steps))
+    return roofline.bound(cfg, work)
+
+
+def dense_bound(cfg: Config, m: int, k: int, n: int, **epilogue: Any) -> roofline.Bound:
+    """Lower bound in cycles of :func:`dense` of ``x`` (M, K) and ``w`` (N, K) on ``cfg``.
+
+    Keywords: ``bias`` (bool), ``shift``, ``relu``, ``clip`` as in :func:`dense`.
+    """
+    b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+    data = (1, -(-k // bi), 1, -(-m // b))
+    kernel = (-(-n // bo), -(-k // bi), 1, 1)
+    return conv2d_bound(cfg, data, kernel, **epilogue)
+
+
+def add_bound(cfg: Config, elems: int, *, a_lshift: int = 0, b_lshift: int = 0,
+              offset: int = 0, shift: int = 0, relu: bool = False,
+              clip: tuple[int, int] | None = None) -> roofline.Bound:
+    """Lower bound in cycles of :func:`emit_add` over ``elems`` entries on ``cfg``."""
+    la, lb, steps = _add_steps(a_lshift, b_lshift, offset, shift, relu, clip)
+    _check_elems(elems)
+    alu_steps = (la > 0) + (lb > 0) + 1 + len(steps)
+    return roofline.bound(cfg, roofline.add_work(cfg, elems, alu_steps))

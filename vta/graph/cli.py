@@ -28,7 +28,7 @@ def _report_table(report, title: str):
 
     table = Table(title=title)
     for i, head in enumerate(report.HEADER):
-        table.add_column(head, justify="right" if i in (3, 4, 5) else "left")
+        table.add_column(head, justify="right" if i in report.NUMERIC else "left")
     for row in report.rows():
         table.add_row(*row)
     return table
@@ -45,6 +45,12 @@ def _summary(report) -> list[tuple[str, str]]:
     cycles = report.cycles
     rows.append(("cycles", "n/a (functional model)" if cycles is None else
                  f"{cycles:,}; GEMM utilisation {report.gemm_utilisation():.1%}"))
+    bound = report.bound
+    if bound is not None:
+        rows.append(("roofline", f"{bound:,} cycles at least (the VTA nodes' bounds summed)"
+                     + ("" if cycles is None else
+                        f"; the run took {cycles / bound:.3f}x that ({bound / cycles:.1%} of "
+                        "the roofline)")))
     rows.append(("device memory", f"activations {report.activation_bytes:,} bytes in reused "
                                   f"buffers ({report.activation_bytes_unshared:,} without "
                                   f"reuse), weights {report.weight_bytes:,} bytes"))

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
+from .. import ops, roofline
 from ..driver.host import Buffer, RunStats
 from ..runtime import CommandQueue
 from .ir import Graph, GraphError, Node, pow2_shift
@@ -100,6 +100,9 @@ class NodeReport:
         Host wall time of the node, transfers to and from the device included.
     stats : RunStats or None
         The device counters of a VTA node's run (cycles are None on golden).
+    bound : Bound or None
+        A VTA node's roofline (:mod:`vta.roofline`): its lower bound in cycles
+        from the configuration alone, and the resource that binds.
     """
 
     name: str
@@ -110,6 +113,7 @@ class NodeReport:
     seconds: float = 0.0
     stats: RunStats | None = None
     macs: int = 0
+    bound: roofline.Bound | None = None
 
     @property
     def cycles(self) -> int | None:
@@ -124,10 +128,17 @@ class NodeReport:
             return None
         return self.stats.gemm_uops / self.stats.cycles
 
+    @property
+    def of_bound(self) -> float | None:
+        """bound / cycles: how close the run came to the roofline (None without both)."""
+        return None if self.bound is None else self.bound.of(self.cycles)
+
     def as_dict(self, cfg) -> dict[str, Any]:
         return {"name": self.name, "op": self.op, "placement": self.placement,
                 "reason": self.reason, "epilogue": self.epilogue, "seconds": self.seconds,
                 "macs": self.macs, "gemm_utilisation": self.gemm_utilisation(cfg),
+                "bound": None if self.bound is None else self.bound.as_dict(),
+                "of_bound": self.of_bound,
                 "counters": None if self.stats is None else self.stats.as_dict()}
 
 
@@ -161,26 +172,40 @@ class Report:
         s = self.stats
         return s.gemm_uops / s.cycles if s is not None and s.cycles else None
 
+    @property
+    def bound(self) -> int | None:
+        """The sum of the VTA nodes' bounds in cycles (None when nothing ran on VTA)."""
+        bounds = [n.bound.cycles for n in self.vta_nodes if n.bound is not None]
+        return sum(bounds) if bounds else None
+
     def as_dict(self) -> dict[str, Any]:
+        cycles, bound = self.cycles, self.bound
         return {"backend": self.backend, "config": self.cfg.name, "seconds": self.seconds,
-                "cycles": self.cycles, "gemm_utilisation": self.gemm_utilisation(),
+                "cycles": cycles, "gemm_utilisation": self.gemm_utilisation(),
+                "bound": bound, "of_bound": bound / cycles if bound and cycles else None,
                 "activation_bytes": self.activation_bytes,
                 "activation_bytes_unshared": self.activation_bytes_unshared,
                 "weight_bytes": self.weight_bytes,
                 "nodes": [n.as_dict(self.cfg) for n in self.nodes]}
 
     def rows(self) -> list[list[str]]:
-        """Table rows: node, op, placement, ms, cycles, GEMM utilisation, note."""
+        """Table rows: node, op, placement, ms, cycles, GEMM utilisation, bound, note."""
         rows = []
         for n in self.nodes:
-            util = n.gemm_utilisation(self.cfg)
+            util, of = n.gemm_utilisation(self.cfg), n.of_bound
             rows.append([n.name, n.op, n.placement, f"{n.seconds * 1e3:.2f}",
                          "" if n.cycles is None else f"{n.cycles:,}",
                          "" if util is None else f"{util:.1%}",
+                         "" if n.bound is None else f"{n.bound.cycles:,}",
+                         "" if of is None else f"{of:.1%}",
+                         "" if n.bound is None else n.bound.binding,
                          n.epilogue if n.placement == "vta" else n.reason])
         return rows
 
-    HEADER = ("node", "op", "on", "ms", "cycles", "GEMM util", "epilogue / why CPU")
+    HEADER = ("node", "op", "on", "ms", "cycles", "GEMM util", "bound", "of bound", "binds",
+              "epilogue / why CPU")
+    #: Columns of :meth:`rows` holding numbers (right-aligned in tables).
+    NUMERIC = (3, 4, 5, 6, 7)
 
 
 # --------------------------------------------------------------- executor
@@ -190,6 +215,7 @@ class _VtaStep:
     kind: str
     args: dict[str, Any]
     bufs: list[Buffer]
+    bound: roofline.Bound
     recorded: list[tuple] | None = None  # staging writes and runs of the first run
 
 
@@ -409,7 +435,7 @@ class Executor:
             args = {"elems": elems, "a_lshift": la, "b_lshift": lb,
                     "offset": (1 << (s - 1)) if s else 0, "shift": s,
                     "clip": (a["lo"], a["hi"])}
-            return _VtaStep(n, "add", args, [])
+            return _VtaStep(n, "add", args, [], ops.add_bound(cfg, **args))
         xq, yq = values[n.inputs[0]].qtype, values[n.output].qtype
         s = pow2_shift(xq.scale * np.asarray(a["w_scale"]) / yq.scale)
         data, kernel, stride, pad = self._conv_shapes(n, self.shapes)
@@ -428,7 +454,9 @@ class Executor:
         bufs = [self._upload(packed_w), self._upload(packed_b)]
         args = {"data_shape": data, "kernel_shape": kernel, "stride": stride, "padding": pad,
                 "shift": s, "clip": (a["lo"], a["hi"])}
-        return _VtaStep(n, "conv", args, bufs)
+        bound = ops.conv2d_bound(cfg, data, kernel, stride=stride, padding=pad, bias=True,
+                                 shift=s, clip=args["clip"])
+        return _VtaStep(n, "conv", args, bufs, bound)
 
     def _run_step(self, step: _VtaStep, ins: list[Buffer], out: Buffer) -> RunStats | None:
         """Build and run a VTA node's stream, or replay what its first run wrote and ran."""
@@ -511,7 +539,7 @@ class Executor:
                     y = self.shapes[n.output]
                     macs = int(np.prod(w.shape)) * int(np.prod(y)) // y[1]
                 rec = NodeReport(n.name, n.op, "vta", epilogue=self._epilogue_text(step),
-                                 stats=stats, macs=macs)
+                                 stats=stats, macs=macs, bound=step.bound)
             else:
                 host[n.output] = eval_node(n, g, [to_host(v) for v in n.inputs])
                 rec = NodeReport(n.name, n.op, "cpu", reason=self.reasons[n.name])
