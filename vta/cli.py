@@ -490,8 +490,9 @@ def regs(fmt: str, as_json: bool) -> None:
 from .cli_prog import diff, lint_cmd, run, trace, waves  # noqa: E402
 from .cli_tools import bench, cache  # noqa: E402
 from .regress.cli import regress_cmd  # noqa: E402
+from .tune.cli import tune_cmd  # noqa: E402
 
-for _command in (run, trace, diff, lint_cmd, waves, bench, cache, regress_cmd):
+for _command in (run, trace, diff, lint_cmd, waves, bench, cache, regress_cmd, tune_cmd):
     main.add_command(_command)
 
 from .graph.cli import graph_cmd  # noqa: E402  (after the helpers it uses)

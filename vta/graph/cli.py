@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -89,12 +90,15 @@ def graph_cmd() -> None:
               help="compare with onnxruntime (default: when it is installed)")
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path),
               help="write the per-instruction trace of the inference to this file")
+@click.option("--tuning-log", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="plan layers from this tuning log (`vta tune`; default: "
+              "$VTA_TUNING_LOG or ~/.cache/vta/tuning.jsonl when it exists)")
 @sim_options()
 @json_option
 @friendly
 def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
             cpu_nodes: tuple[str, ...], output: Path | None, use_ort: bool | None,
-            trace_file: Path | None, as_json: bool, **sim) -> None:
+            trace_file: Path | None, tuning_log: Path | None, as_json: bool, **sim) -> None:
     """Run MODEL on an input and check it bit for bit against the int8 reference.
 
     \b
@@ -104,10 +108,13 @@ def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
     from rich.console import Console
     from rich.table import Table
 
+    from ..tune import log
     from . import judge, load_onnx, run_reference
     from .executor import Executor
 
     cfg = load_config(config)
+    if tuning_log is not None and not tuning_log.is_file():
+        raise click.BadParameter(f"{tuning_log}: no such file", param_hint="--tuning-log")
     options = device_options(backend, trace=trace_file, **sim)
     graph = load_onnx(model)
     feeds = {}
@@ -128,7 +135,8 @@ def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
     console = Console(stderr=as_json, soft_wrap=True)
     with console.status(f"opening the {backend} device..."):
         dev = open_device_cli(backend, cfg, options)
-    with dev, Executor(graph, dev, cpu_nodes=cpu_nodes) as ex:
+    with dev, Executor(graph, dev, cpu_nodes=cpu_nodes) as ex, \
+            (log.use(tuning_log) if tuning_log is not None else contextlib.nullcontext()):
         with console.status("running..."):
             ours = ex.run(feeds)
         report = ex.report()

@@ -358,6 +358,17 @@ class Executor:
         ops.plan_conv2d(cfg, data, kernel, stride, pad, bias=True)
         return data, kernel, stride, pad
 
+    def vta_layers(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple]:
+        """Every conv and dense node VTA would run for these input shapes.
+
+        ``{node name: (data shape, kernel shape, stride, padding)}``, packed
+        shapes as :func:`vta.ops.plan_conv2d` takes them (``vta tune`` tunes
+        these layers).
+        """
+        shapes = infer_shapes(self.graph, dict(input_shapes))
+        return {n.name: self._conv_shapes(n, shapes) for n in self.graph.nodes
+                if n.op in ("conv", "dense") and not self.placement(n, shapes)}
+
     # --------------------------------------------------------------- plan
     def _prepare(self, shapes: dict[str, tuple[int, ...]]) -> None:
         key = tuple(sorted(shapes.items()))
