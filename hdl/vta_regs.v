@@ -4,7 +4,7 @@
 
 /*
  * vta_regs: the control port, an AXI4-Lite slave (12-bit address, 32-bit
- * data) implementing the register map of vta/driver/regs.py; every offset,
+ * data) implementing the register map of vta/regs.py; every offset,
  * error code and module number comes from the generated vta_regs.vh, the
  * counter order from vta_cfg.vh.
  *

@@ -45,24 +45,24 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # ------------------------------------------------------------------ test selections
 # Each is one pytest invocation (arguments after ``pytest``); cheapest first.
-T_TOP = ("tests/rtl/test_top.py", "-k", "icarus")
-T_TOP_FAULTS = ("tests/rtl/test_top_faults.py", "-k", "icarus")
-T_DMA = ("tests/rtl/test_dma.py", "-k", "icarus")
-T_DMA_ARB = ("tests/rtl/test_dma_arbiter.py", "-k", "icarus")
-T_COMPUTE = ("tests/rtl/test_compute.py", "-k", "icarus")
-T_LOAD = ("tests/rtl/test_load.py", "-k", "icarus")
-T_STORE = ("tests/rtl/test_store.py", "-k", "icarus")
-T_FETCH = ("tests/rtl/test_fetch.py", "-k", "icarus")
-T_ALU = ("tests/rtl/test_alu.py", "-k", "icarus")
-T_GEMM = ("tests/rtl/test_gemm.py", "-k", "icarus")
-T_TOKENS = ("tests/rtl/test_token_queue.py", "-k", "icarus")
-T_FIFO = ("tests/rtl/test_fifo.py", "-k", "icarus")
-T_REGS = ("tests/rtl/test_regs.py", "-k", "icarus")
+T_TOP = ("tests/sim/rtl/test_top.py", "-k", "icarus")
+T_TOP_FAULTS = ("tests/sim/rtl/test_top_faults.py", "-k", "icarus")
+T_DMA = ("tests/sim/rtl/test_dma.py", "-k", "icarus")
+T_DMA_ARB = ("tests/sim/rtl/test_dma_arbiter.py", "-k", "icarus")
+T_COMPUTE = ("tests/sim/rtl/test_compute.py", "-k", "icarus")
+T_LOAD = ("tests/sim/rtl/test_load.py", "-k", "icarus")
+T_STORE = ("tests/sim/rtl/test_store.py", "-k", "icarus")
+T_FETCH = ("tests/sim/rtl/test_fetch.py", "-k", "icarus")
+T_ALU = ("tests/sim/rtl/test_alu.py", "-k", "icarus")
+T_GEMM = ("tests/sim/rtl/test_gemm.py", "-k", "icarus")
+T_TOKENS = ("tests/sim/rtl/test_token_queue.py", "-k", "icarus")
+T_FIFO = ("tests/sim/rtl/test_fifo.py", "-k", "icarus")
+T_REGS = ("tests/sim/rtl/test_regs.py", "-k", "icarus")
 T_DRAM = ("tests/sim/test_vta_dram.py", "-k", "icarus")
-T_BACKEND = ("tests/test_rtl_backend.py", "-k", "icarus or in_flight or watchdog_counts")
-T_DIFF = ("tests/test_differential.py", "-k", "icarus")
-T_GOLDEN = ("tests/test_golden.py", "tests/test_driver.py", "tests/test_runtime.py",
-            "tests/test_ops.py", "--backend", "golden")
+T_BACKEND = ("tests/sim/test_rtl_backend.py", "-k", "icarus or in_flight or watchdog_counts")
+T_DIFF = ("tests/sim/test_differential.py", "-k", "icarus")
+T_GOLDEN = ("tests/unit/test_golden.py", "tests/suite/test_driver.py", "tests/suite/test_runtime.py",
+            "tests/suite/test_ops.py", "--backend", "golden")
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ MUTATIONS: tuple[Mutation, ...] = (
       "? {{(AL-16){1'b0}}, c7_imm} : {AL{1'b0}};",
       "ALU immediate zero-extended (negative immediates become large positive)",
       (T_TOP, T_COMPUTE)),
-    M("rtl_gemm_unsigned", "vta/hdlgen.py",
+    M("rtl_gemm_unsigned", "vta/hdltools/hdlgen.py",
       'f"(* mem2reg *) reg signed [{ww - 1}:0] w [0:{block * block - 1}] {split};",',
       'f"(* mem2reg *) reg [{ww - 1}:0] w [0:{block * block - 1}] {split};",',
       "GEMM weights treated as unsigned",
@@ -362,7 +362,7 @@ end""",
       "        if unknown:\n            key = unknown[0]",
       "        if False:\n            key = unknown[0]",
       "an unknown configuration key is ignored (issue 7.9)",
-      (("tests/test_config.py",),)),
+      (("tests/unit/test_config.py",),)),
     # ------------------------------------------------------------ golden model
     M("golden_shr_clip", "vta/golden.py",
       "right = x >> np.clip(y, 0, 31)",

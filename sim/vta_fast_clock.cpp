@@ -10,7 +10,7 @@
 // harness does not use it when a waveform is being dumped.
 //
 // The simulator's main() (cocotb's verilator.cpp) sets vta_fast_top once the
-// model exists; the vta build adds that line (vta.sim.build, main_init).
+// model exists; the vta build adds that line (vta.hdltools.build, main_init).
 
 #include "Vtop.h"
 #include "verilated.h"

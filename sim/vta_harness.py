@@ -1,7 +1,7 @@
 """The persistent cocotb harness: serves one host process over a socket.
 
 Runs inside the simulator (Verilator or Icarus) against ``vta_tb`` as a single
-cocotb test, ``serve``.  The host (:mod:`vta.driver.rtl`) starts the simulator
+cocotb test, ``serve``.  The host (:mod:`vta.backends.rtl`) starts the simulator
 with one end of a socket pair inherited as file descriptor ``VTA_HARNESS_FD``
 and sends requests; the simulation stands still while the harness waits for
 the next one, so simulated time only passes inside a request.
@@ -320,7 +320,7 @@ class Harness:
 
     async def _progress(self, start_cycle: int, t0: float) -> dict:
         """Where the run is: cycles, instructions dispatched and retired."""
-        from vta.driver import regs
+        from vta import regs
 
         dut = self.dut
         cycles = int(dut.cycle.value) - start_cycle
@@ -332,7 +332,7 @@ class Harness:
 
     async def report(self) -> dict:
         """What each engine was doing when the watchdog fired."""
-        from vta.driver import regs
+        from vta import regs
 
         dut = self.dut
 

@@ -1,5 +1,14 @@
 """Shared fixtures: the program suite runs unchanged on every backend.
 
+The tests are laid out by what they need: ``unit/`` (the golden model only, apart
+from the tests marked ``sim``), ``suite/`` (the program suite, run on every
+backend), ``sim/`` (the RTL under a simulator: module testbenches in ``sim/rtl/``),
+``aws/`` and ``cli/``.  Every test that needs a simulator carries the ``sim``
+marker: those in ``sim/``, those run on a simulated backend, and those marked by
+hand; so ``pytest -m "not sim"`` is a quick run that needs no simulator.  A
+missing simulator skips a test, or fails it where ``$VTA_REQUIRE_TOOLS`` is set
+(``.ci/run`` sets it): see ``needs.py``.
+
 ``pytest --backend golden --backend verilator`` runs every test that uses the
 ``backend`` / ``device`` / ``open_dev`` fixtures once per backend (default: the
 comma-separated list in ``$VTA_TEST_BACKENDS``, else golden, verilator and icarus;
@@ -12,12 +21,13 @@ tiny and default); a test asking for another preset is skipped with the reason.
 
 The AWS wrappers run the suite as backends ``f1-sim`` and ``f2-sim`` (Verilator), or
 ``f1-sim:icarus`` / ``f2-sim:icarus``; with no --backend given, those four are added
-as ``slow`` parameters (``pytest -m slow tests/test_runtime.py tests/test_ops.py``).
+as ``slow`` parameters (``pytest -m slow tests/suite/test_runtime.py tests/suite/test_ops.py``).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 # Before NumPy loads OpenBLAS: on small shared machines (CI, 2 cores) its worker
 # threads spin against other work and make every BLAS call in the golden model
@@ -64,6 +74,23 @@ def _simulator(spec: str) -> str | None:
     if name.endswith("-sim"):
         return options.get("simulator", "verilator")
     return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``sim`` marker on every test that needs a simulator (see the module's text)."""
+    sim_dir = Path(__file__).resolve().parent / "sim"
+    for item in items:
+        backend = getattr(getattr(item, "callspec", None), "params", {}).get("backend")
+        if (sim_dir in Path(item.fspath).resolve().parents
+                or (isinstance(backend, str) and _simulator(backend) is not None)):
+            item.add_marker(pytest.mark.sim)
+    # Slow tests run only when the -m expression names them (pytest -m slow), so
+    # -m "not sim" stays a quick run.
+    if "slow" not in (config.option.markexpr or ""):
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -5,6 +5,7 @@ NumPy golden model (:mod:`vta.golden`) and the device API (:func:`open_device`).
 """
 
 from . import isa
+from ._version import __version__
 from .config import Config
 from .device import open_device
 from .errors import (
@@ -19,8 +20,6 @@ from .errors import (
     VTAError,
 )
 
-__version__ = "0.1.0"
-
 __all__ = [
     "AssemblyError",
     "Config",
@@ -32,6 +31,7 @@ __all__ = [
     "ErrorCode",
     "ExecutionError",
     "VTAError",
+    "__version__",
     "isa",
     "open_device",
 ]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .isa import check_layouts
 
 #: Keys every configuration must give, in upstream's order.
 REQUIRED_KEYS = (
@@ -187,9 +188,7 @@ class Config:
         if self.LOG_OUT_BUFF_DEPTH > SRAM_ADDR_BITS:
             raise ConfigError("the OUT buffer depth exceeds the 16-bit sram_base field")
         # Instruction and micro-op layouts must fit; isa computes and checks them.
-        from . import isa
-
-        isa.check_layouts(self)
+        check_layouts(self)
 
     # ---------------------------------------------------------------- widths
     @property

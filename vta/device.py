@@ -5,16 +5,16 @@ works without cocotb or a simulator installed.  Each plug-in module offers
 ``open_transport(backend, cfg, **options) -> Transport``; the one host driver
 (:class:`vta.driver.host.Driver`) does everything else for every backend.
 
-========== ===================== ==========================================
-backend    module                what it is
-========== ===================== ==========================================
-golden     vta.driver.golden     register model + NumPy golden model
-verilator  vta.driver.rtl        RTL simulation under Verilator (cocotb)
-icarus     vta.driver.rtl        RTL simulation under Icarus Verilog
-f1, f2     vta.driver.aws        AWS FPGA instance (PCIe BAR + card DMA)
-f1-sim,    vta.driver.aws_sim    the f1 / f2 transport against the simulated
-f2-sim                           AWS wrapper (hdl/aws) and shell models
-========== ===================== ==========================================
+========== ======================= ==========================================
+backend    module                  what it is
+========== ======================= ==========================================
+golden     vta.backends.golden     register model + NumPy golden model
+verilator  vta.backends.rtl        RTL simulation under Verilator (cocotb)
+icarus     vta.backends.rtl        RTL simulation under Icarus Verilog
+f1, f2     vta.backends.aws        AWS FPGA instance (PCIe BAR + card DMA)
+f1-sim,    vta.backends.aws_sim    the f1 / f2 transport against the simulated
+f2-sim                             AWS wrapper (hdl/aws) and shell models
+========== ======================= ==========================================
 """
 
 from __future__ import annotations
@@ -30,17 +30,18 @@ import numpy as np
 
 from .config import Config
 from .driver.host import Buffer, Driver, RunStats
-from .errors import DeviceError
+from .errors import DeviceError, ErrorCode, ExecutionError
+from .isa import INSN_BYTES, MemId, Opcode, decode
 
 #: Backend name -> module holding ``open_transport``.
 BACKENDS: dict[str, str] = {
-    "golden": "vta.driver.golden",
-    "verilator": "vta.driver.rtl",
-    "icarus": "vta.driver.rtl",
-    "f1": "vta.driver.aws",
-    "f2": "vta.driver.aws",
-    "f1-sim": "vta.driver.aws_sim",
-    "f2-sim": "vta.driver.aws_sim",
+    "golden": "vta.backends.golden",
+    "verilator": "vta.backends.rtl",
+    "icarus": "vta.backends.rtl",
+    "f1": "vta.backends.aws",
+    "f2": "vta.backends.aws",
+    "f1-sim": "vta.backends.aws_sim",
+    "f2-sim": "vta.backends.aws_sim",
 }
 
 log = logging.getLogger(__name__)
@@ -217,11 +218,61 @@ def open_device(backend: str = "golden", cfg: Config | str | Path | None = None,
     capture = options.pop("capture", None) or os.environ.get("VTA_CAPTURE") or None
     transport = opener(backend, cfg, **_transport_options(backend, module, options))
     try:
-        driver = Driver(transport, cfg)
+        driver = Driver(transport, cfg, explain=explain_fault)
     except BaseException:
         transport.close()
         raise
     return Device(driver, backend, run_timeout=run_timeout, capture=capture)
+
+
+#: Fault codes a single instruction explains (the others depend on timing or on tokens).
+EXPLAINED = frozenset({ErrorCode.BAD_OPCODE, ErrorCode.BAD_MEMORY_TYPE, ErrorCode.SRAM_RANGE,
+                       ErrorCode.DRAM_RANGE, ErrorCode.BAD_ALU_OPCODE, ErrorCode.BAD_DEP_FLAG,
+                       ErrorCode.STORE_PAD})
+#: Instructions before a fault that :func:`explain_fault` reads back at most.
+MAX_EXPLAIN = 1 << 16
+
+
+def explain_fault(driver: Driver, insn_addr: int, insn_count: int, module: str,
+                  index: int | None, code: ErrorCode) -> str | None:
+    """The golden model's message for a fault the device reported only as a code.
+
+    The driver's explainer (:class:`~vta.driver.host.Driver` ``explain``).  The
+    faulting instruction is read back from device memory and checked by
+    :meth:`vta.golden.GoldenModel.explain` on a scratch model whose micro-op
+    buffer holds what the stream's earlier UOP loads put there (read from
+    device memory now).  Streams longer than :data:`MAX_EXPLAIN` instructions
+    before the fault are explained from the faulting instruction alone.
+    Returns None unless the code is one of :data:`EXPLAINED` and the model
+    finds the same fault (``module``, ``code``).
+    """
+    if code not in EXPLAINED:
+        return None
+    from .golden import GoldenModel
+
+    cfg, t = driver.cfg, driver.transport
+    model = GoldenModel(cfg, np.zeros(int(t.mem_size), dtype=np.uint8))
+    try:
+        if index is None:  # a fetch fault without an index: the stream's range
+            model.fetch(insn_addr, insn_count)
+            return None
+        first = max(0, index + 1 - MAX_EXPLAIN)
+        raw = t.mem_read(insn_addr + first * INSN_BYTES, (index + 1 - first) * INSN_BYTES)
+    except ExecutionError as exc:
+        return str(exc) if (exc.module, exc.code) == (module, code) else None
+    except DeviceError:
+        return None
+    insns = [decode(raw[i:i + INSN_BYTES], cfg) for i in range(0, len(raw), INSN_BYTES)]
+    for j, insn in enumerate(insns[:-1], start=first):
+        if insn.opcode == Opcode.LOAD and insn.memory_type == MemId.UOP and insn.x_size:
+            start = insn.dram_base * 4
+            end = start + ((insn.y_size - 1) * insn.x_stride + insn.x_size) * 4
+            if insn.y_size and end <= t.mem_size:
+                model.mem[start:end] = np.frombuffer(t.mem_read(start, end - start),
+                                                     dtype=np.uint8)
+                model.explain(j, insn)
+    err = model.explain(index, insns[-1])
+    return str(err) if err is not None and (err.module, err.code) == (module, code) else None
 
 
 class Device:

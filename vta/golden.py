@@ -39,7 +39,12 @@ from .errors import DeadlockError, DeviceTimeoutError, ErrorCode, ExecutionError
 from .isa import (
     DEFINED_OPCODES,
     DEP_FLAGS,
+    ENGINES,
+    FORBIDDEN_FLAGS,
     INSN_BYTES,
+    POP_QUEUE,
+    PUSH_QUEUE,
+    QUEUES,
     AluInsn,
     AluOp,
     GemmInsn,
@@ -47,32 +52,12 @@ from .isa import (
     MemId,
     MemInsn,
     Opcode,
+    dispatch_engine,
     insn_class,
     layout,
 )
 
-#: Queue names by (engine, flag).  "prev"/"next" follow load -> compute -> store.
-POP_QUEUE = {
-    ("load", "pop_next_dep"): "g2l",
-    ("compute", "pop_prev_dep"): "l2g",
-    ("compute", "pop_next_dep"): "s2g",
-    ("store", "pop_prev_dep"): "g2s",
-}
-PUSH_QUEUE = {
-    ("load", "push_next_dep"): "l2g",
-    ("compute", "push_prev_dep"): "g2l",
-    ("compute", "push_next_dep"): "g2s",
-    ("store", "push_prev_dep"): "s2g",
-}
-#: Flags an engine must never set (vta-reference 3.9 and decision 6).
-FORBIDDEN_FLAGS = {
-    "load": ("pop_prev_dep", "push_prev_dep"),
-    "store": ("pop_next_dep", "push_next_dep"),
-    "compute": (),
-}
-ENGINES = ("load", "compute", "store")
 _ENGINE_ORDER = tuple(enumerate(ENGINES))  # (number, name): the order engines take turns in
-QUEUES = ("l2g", "g2l", "g2s", "s2g")
 
 #: Loadable memory types -> (scratchpad written, counter prefix).
 _LOAD_TYPES = {MemId.INP: ("inp", "inp"), MemId.WGT: ("wgt", "wgt"), MemId.UOP: ("uop", "uop"),
@@ -99,15 +84,6 @@ _RESET = (np.multiply, np.int32(0))
 #: The ufunc that np.clip calls after checking its arguments (checks that cost as much as
 #: clipping a tile); numpy._core from NumPy 2, numpy.core before.
 _CLIP = (np._core if hasattr(np, "_core") else np.core).umath.clip
-
-
-def dispatch_engine(insn: Insn) -> str:
-    """The engine an instruction goes to (vta-reference 3.8)."""
-    if insn.opcode == Opcode.STORE:
-        return "store"
-    if insn.opcode == Opcode.LOAD and insn.memory_type in (MemId.INP, MemId.WGT):
-        return "load"
-    return "compute"
 
 
 @dataclass

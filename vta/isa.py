@@ -16,19 +16,35 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import operator
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, NamedTuple, Protocol
 
 from .errors import AssemblyError, ConfigError, EncodingError
 
-if TYPE_CHECKING:
-    from .config import Config
-
 INSN_BYTES = 16
 UOP_BYTES = 4
+
+
+class IsaConfig(Protocol):
+    """What the ISA reads of a configuration (a :class:`vta.Config` is one).
+
+    The index fields are as wide as the scratchpads are deep, so the layouts
+    depend on these four depths (log2 of entries) alone; ``name`` and
+    ``bitstream`` title the generated documentation.  The ISA sits below the
+    configuration: :class:`vta.Config` checks at construction that its layouts
+    fit (:func:`check_layouts`).
+    """
+
+    LOG_UOP_BUFF_DEPTH: int
+    LOG_INP_BUFF_DEPTH: int
+    LOG_WGT_BUFF_DEPTH: int
+    LOG_ACC_BUFF_DEPTH: int
+    name: str
+    bitstream: str
 
 
 class Opcode(enum.IntEnum):
@@ -93,7 +109,7 @@ def _common() -> list[tuple[str, int]]:
     return [("opcode", 3), *((flag, 1) for flag in DEP_FLAGS)]
 
 
-def field_table(fmt: str, cfg: Config) -> list[tuple[str, int]]:
+def field_table(fmt: str, cfg: IsaConfig) -> list[tuple[str, int]]:
     """Ordered ``(name, width)`` pairs of ``fmt``: generic, mem, gemm, alu or uop."""
     u, a = cfg.LOG_UOP_BUFF_DEPTH, cfg.LOG_ACC_BUFF_DEPTH
     i, w = cfg.LOG_INP_BUFF_DEPTH, cfg.LOG_WGT_BUFF_DEPTH
@@ -128,16 +144,27 @@ def _place(table: list[tuple[str, int]], unit: int) -> tuple[tuple[Field, ...], 
     return tuple(placed), pos
 
 
-def _layout(fmt: str, cfg: Config) -> tuple[Field, ...]:
-    cache = cfg.__dict__.setdefault("_isa_layouts", {})  # Config is frozen; cache beside it
-    if fmt not in cache:
-        cache[fmt] = _compute_layout(fmt, cfg)
-    return cache[fmt]
+def _depths(cfg: IsaConfig) -> tuple[int, int, int, int]:
+    """The four depths a layout depends on (the key of the layout caches)."""
+    return (cfg.LOG_UOP_BUFF_DEPTH, cfg.LOG_INP_BUFF_DEPTH, cfg.LOG_WGT_BUFF_DEPTH,
+            cfg.LOG_ACC_BUFF_DEPTH)
 
 
-def _compute_layout(fmt: str, cfg: Config) -> tuple[Field, ...]:
+class _Depths(NamedTuple):
+    LOG_UOP_BUFF_DEPTH: int
+    LOG_INP_BUFF_DEPTH: int
+    LOG_WGT_BUFF_DEPTH: int
+    LOG_ACC_BUFF_DEPTH: int
+
+
+def _layout(fmt: str, cfg: IsaConfig) -> tuple[Field, ...]:
+    return _placed_layout(fmt, _depths(cfg))
+
+
+@functools.cache
+def _placed_layout(fmt: str, depths: tuple[int, int, int, int]) -> tuple[Field, ...]:
     unit, total = (32, 32) if fmt == "uop" else (64, 128)
-    fields, end = _place(field_table(fmt, cfg), unit)
+    fields, end = _place(field_table(fmt, _Depths(*depths)), unit)
     if end > total:
         raise ConfigError(
             f"the {fmt} format needs {end} bits with these buffer depths, more than the "
@@ -146,12 +173,12 @@ def _compute_layout(fmt: str, cfg: Config) -> tuple[Field, ...]:
     return fields
 
 
-def layout(fmt: str, cfg: Config) -> tuple[Field, ...]:
+def layout(fmt: str, cfg: IsaConfig) -> tuple[Field, ...]:
     """Placed fields of format ``fmt`` for configuration ``cfg``."""
     return _layout(fmt, cfg)
 
 
-def check_layouts(cfg: Config) -> None:
+def check_layouts(cfg: IsaConfig) -> None:
     """Raise :class:`ConfigError` if any format does not fit (called by Config)."""
     for fmt in ("mem", "gemm", "alu", "uop"):
         _layout(fmt, cfg)
@@ -290,7 +317,7 @@ def _unpack(word: int, fields: Iterable[Field]) -> dict[str, int]:
     return out
 
 
-def encode(insn: Insn, cfg: Config) -> bytes:
+def encode(insn: Insn, cfg: IsaConfig) -> bytes:
     """Encode one instruction to 16 bytes (little-endian, TVM VTA layout)."""
     if not isinstance(insn, Insn):
         raise TypeError(f"encode expects an Insn, not {type(insn).__name__}")
@@ -304,7 +331,7 @@ def encode(insn: Insn, cfg: Config) -> bytes:
     return _pack(insn, _layout(insn.FORMAT, cfg), name).to_bytes(INSN_BYTES, "little")
 
 
-def decode_word(word: int, cfg: Config) -> Insn:
+def decode_word(word: int, cfg: IsaConfig) -> Insn:
     """Decode a 128-bit integer into an instruction object."""
     cls = _CLASS_OF_OPCODE.get(word & 0x7, Insn)
     fields, signed = _decoder(cls, cfg)
@@ -315,20 +342,22 @@ def decode_word(word: int, cfg: Config) -> Insn:
     return cls(*values)
 
 
-def _decoder(cls: type[Insn], cfg: Config) -> tuple[tuple[tuple[int, int], ...],
+def _decoder(cls: type[Insn], cfg: IsaConfig) -> tuple[tuple[tuple[int, int], ...],
                                                     tuple[tuple[int, int], ...]]:
     """``(lo, mask)`` of each field of ``cls`` in constructor order, and ``(position, width)``
-    of its signed fields (decode_word's table, built once per class and configuration)."""
-    cache = cfg.__dict__.setdefault("_isa_decoders", {})  # as _layout: cached beside cfg
-    if cls not in cache:
-        placed = {f.name: f for f in _layout(cls.FORMAT, cfg)}
-        order = [placed[f.name] for f in dataclasses.fields(cls)]
-        cache[cls] = (tuple((f.lo, (1 << f.width) - 1) for f in order),
-                      tuple((i, f.width) for i, f in enumerate(order) if f.signed))
-    return cache[cls]
+    of its signed fields (decode_word's table, built once per class and layout)."""
+    return _decoder_of(cls, _depths(cfg))
 
 
-def decode(raw: bytes | bytearray | memoryview, cfg: Config) -> Insn:
+@functools.cache
+def _decoder_of(cls: type[Insn], depths: tuple[int, int, int, int]):
+    placed = {f.name: f for f in _placed_layout(cls.FORMAT, depths)}
+    order = [placed[f.name] for f in dataclasses.fields(cls)]
+    return (tuple((f.lo, (1 << f.width) - 1) for f in order),
+            tuple((i, f.width) for i, f in enumerate(order) if f.signed))
+
+
+def decode(raw: bytes | bytearray | memoryview, cfg: IsaConfig) -> Insn:
     """Decode 16 bytes into an instruction object with the upstream field names."""
     raw = bytes(raw)
     if len(raw) != INSN_BYTES:
@@ -336,12 +365,12 @@ def decode(raw: bytes | bytearray | memoryview, cfg: Config) -> Insn:
     return decode_word(int.from_bytes(raw, "little"), cfg)
 
 
-def encode_uop(uop: Uop, cfg: Config) -> bytes:
+def encode_uop(uop: Uop, cfg: IsaConfig) -> bytes:
     """Encode one micro-op to 4 bytes (little-endian)."""
     return _pack(uop, layout("uop", cfg), "micro-op").to_bytes(UOP_BYTES, "little")
 
 
-def decode_uop(raw: bytes | bytearray | memoryview, cfg: Config) -> Uop:
+def decode_uop(raw: bytes | bytearray | memoryview, cfg: IsaConfig) -> Uop:
     """Decode 4 bytes into a :class:`Uop`."""
     raw = bytes(raw)
     if len(raw) != UOP_BYTES:
@@ -349,7 +378,7 @@ def decode_uop(raw: bytes | bytearray | memoryview, cfg: Config) -> Uop:
     return Uop(**_unpack(int.from_bytes(raw, "little"), layout("uop", cfg)))
 
 
-def encode_stream(insns: Iterable[Insn], cfg: Config) -> bytes:
+def encode_stream(insns: Iterable[Insn], cfg: IsaConfig) -> bytes:
     """Encode a sequence of instructions back to back; errors name the index."""
     out = bytearray()
     for index, insn in enumerate(insns):
@@ -360,7 +389,7 @@ def encode_stream(insns: Iterable[Insn], cfg: Config) -> bytes:
     return bytes(out)
 
 
-def decode_stream(raw: bytes | bytearray | memoryview, cfg: Config) -> list[Insn]:
+def decode_stream(raw: bytes | bytearray | memoryview, cfg: IsaConfig) -> list[Insn]:
     """Decode a byte string holding whole instructions."""
     raw = bytes(raw)
     if len(raw) % INSN_BYTES:
@@ -418,7 +447,7 @@ def disassemble(insn: Insn) -> str:
     return " ".join(parts)
 
 
-def disassemble_stream(raw: bytes | bytearray | memoryview, cfg: Config,
+def disassemble_stream(raw: bytes | bytearray | memoryview, cfg: IsaConfig,
                        *, start: int = 0) -> str:
     """Disassemble whole instructions, one per line, prefixed by their index."""
     lines = []
@@ -532,7 +561,7 @@ def assemble_uop(line: str, *, where: str = "line 1") -> Uop:
     return Uop(**values)
 
 
-def assemble_stream(text: str, cfg: Config) -> bytes:
+def assemble_stream(text: str, cfg: IsaConfig) -> bytes:
     """Assemble text (one instruction per line; blank lines and ``#`` comments skipped)."""
     out = bytearray()
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -547,12 +576,48 @@ def assemble_stream(text: str, cfg: Config) -> bytes:
     return bytes(out)
 
 
+# ------------------------------------------------------- engines and token queues
+#: The three engines fetch dispatches to, in the order the golden model lets them take turns.
+ENGINES = ("load", "compute", "store")
+#: The four dependency-token queues ("prev"/"next" follow load -> compute -> store).
+QUEUES = ("l2g", "g2l", "g2s", "s2g")
+#: The queue an engine pops for a flag (vta-reference 3.9).
+POP_QUEUE = {
+    ("load", "pop_next_dep"): "g2l",
+    ("compute", "pop_prev_dep"): "l2g",
+    ("compute", "pop_next_dep"): "s2g",
+    ("store", "pop_prev_dep"): "g2s",
+}
+#: The queue an engine pushes for a flag.
+PUSH_QUEUE = {
+    ("load", "push_next_dep"): "l2g",
+    ("compute", "push_prev_dep"): "g2l",
+    ("compute", "push_next_dep"): "g2s",
+    ("store", "push_prev_dep"): "s2g",
+}
+#: Flags an engine must never set (vta-reference 3.9 and decision 6).
+FORBIDDEN_FLAGS = {
+    "load": ("pop_prev_dep", "push_prev_dep"),
+    "store": ("pop_next_dep", "push_next_dep"),
+    "compute": (),
+}
+
+
+def dispatch_engine(insn: Insn) -> str:
+    """The engine an instruction goes to (vta-reference 3.8)."""
+    if insn.opcode == Opcode.STORE:
+        return "store"
+    if insn.opcode == Opcode.LOAD and insn.memory_type in (MemId.INP, MemId.WGT):
+        return "load"
+    return "compute"
+
+
 # ------------------------------------------------------------------ documentation
 _FORMAT_TITLES = (("mem", "LOAD / STORE"), ("gemm", "GEMM (and FINISH)"), ("alu", "ALU"),
                   ("uop", "micro-op (32 bits)"))
 
 
-def render_markdown(cfg: Config) -> str:
+def render_markdown(cfg: IsaConfig) -> str:
     """Bit layout of every format for ``cfg``, as Markdown (docs/isa.md comes from this)."""
     lines = [f"# Instruction set layout for `{cfg.name}` ({cfg.bitstream})", "",
              "Generated by `vta isa` from the field tables in `vta/isa.py`; do not edit by hand.",

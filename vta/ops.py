@@ -96,6 +96,7 @@ from .runtime import (
     STORE_STAGE,
     CommandQueue,
 )
+from .tune import log as tuning_log
 
 __all__ = [
     "add",
@@ -611,13 +612,15 @@ def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[i
     (:func:`predict_cycles`).
     """
     shape = _layer(data_shape, kernel_shape, stride, padding, bias)
-    if tiling is None:
-        from .tune import log as tuning_log
-
-        tiling = tuning_log.lookup(cfg, "conv2d", shape)
-        if tiling is None:
-            return _plans(cfg, *shape)[0]
-    return _tiled(cfg, shape, tiling)
+    if tiling is not None:
+        return _tiled(cfg, shape, tiling)
+    logged = tuning_log.lookup(cfg, "conv2d", shape)
+    if logged is not None:
+        try:
+            return _tiled(cfg, shape, logged)
+        except ValueError:
+            pass  # a tiling from another version of the planner: this one's own plan
+    return _plans(cfg, *shape)[0]
 
 
 def conv2d_plans(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],

@@ -37,9 +37,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .config import Config
-from .golden import ENGINES as MODULES  # queue tables shared with the golden model
-from .golden import POP_QUEUE, PUSH_QUEUE
-from .isa import DEP_FLAGS, INSN_BYTES, Insn, decode_word, disassemble, encode
+from .isa import (
+    DEP_FLAGS,
+    INSN_BYTES,
+    POP_QUEUE,
+    PUSH_QUEUE,
+    Insn,
+    decode_word,
+    disassemble,
+    encode,
+)
+from .isa import ENGINES as MODULES
 
 HEADER = "# cycle\tmodule\tindex\traw\tdisassembly\ttokens"
 

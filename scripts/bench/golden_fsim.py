@@ -4,7 +4,7 @@
 Captures the device-memory image and instruction stream of every run of
 ``vta.ops.conv2d`` on upstream's ResNet-18 layers C2..C11 (batch 1, upstream's
 epilogue >> 8, ReLU, clip) and of the chunked 256^3 int8 matmul stream
-(``vta/programs.py``, 138 instructions, as in ``rtl_sim.py``), then times, on
+(``vta/progfile/handbuilt.py``, 138 instructions, as in ``rtl_sim.py``), then times, on
 exactly those images, interleaved:
 
 * **golden cold**: ``device.run`` on a freshly opened golden device (empty plan
@@ -44,7 +44,7 @@ from conv2d_resnet import _cpu_name as cpu_name
 
 import vta
 from vta import ops
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 
 PAGE = 4096
 

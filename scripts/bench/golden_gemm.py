@@ -22,7 +22,7 @@ import numpy as np
 
 import vta
 from vta.golden import GoldenModel
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 
 
 def best_of(fn, repeat: int) -> float:

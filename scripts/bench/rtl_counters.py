@@ -25,7 +25,7 @@ import numpy as np
 
 import vta
 from vta.driver.transport import Transport
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 
 
 def one_by_one(transport: Transport):

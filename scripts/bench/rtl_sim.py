@@ -2,7 +2,7 @@
 """RTL simulation figures, Verilator and Icarus side by side in one run.
 
 * **Simulation speed**: a GEMM-heavy stream (tiled int8 matmul, no ALU epilogue,
-  ``vta/programs.py``) on the default configuration; simulated cycles per
+  ``vta/progfile/handbuilt.py``) on the default configuration; simulated cycles per
   wall-clock second of the run itself (from START to ``irq``, as the harness
   measures it) and end to end (the driver's run: register protocol and every
   counter read included).  The same ``--size`` on both simulators, plus
@@ -25,7 +25,7 @@ process (the machine is shared and noisy; the range is printed too).
 example ``git archive <commit> hdl | tar -x -C DIR`` gives ``DIR/hdl``), in the
 same process and interleaved with the current design, so before/after ratios
 come from one run.  ``--progress`` also runs every speed measurement on the
-current design with a progress listener (``vta.driver.rtl.run_progress``: the
+current design with a progress listener (``vta.backends.rtl.run_progress``: the
 harness reports the run every half second, as ``vta run`` on a terminal asks),
 interleaved with the runs without one: the cost of progress reports.
 
@@ -54,9 +54,9 @@ from conv2d_resnet import _cpu_name as cpu_name
 
 import vta
 from vta import ops
-from vta.driver import rtl
+from vta.backends import rtl
 from vta.isa import AluInsn, GemmInsn, MemId, MemInsn, Opcode, Uop, encode, encode_uop
-from vta.programs import build_matmul
+from vta.progfile.handbuilt import build_matmul
 
 
 def matmul_run(dev, size: int) -> dict:
@@ -99,7 +99,7 @@ def best_of(runs: list[dict]) -> dict:
 @contextlib.contextmanager
 def design_from(hdl: str | None):
     """Build the simulator from the Verilog files in ``hdl`` (None: the current design)."""
-    from vta import hdlgen
+    from vta.hdltools import hdlgen
 
     if hdl is None:
         yield

@@ -2,7 +2,7 @@
 """Verilator backend against other C++ flag choices for the same design, measured in one run.
 
 Builds ``vta_tb`` (the design the ``verilator`` backend runs) once per flag set
--- the backend's own build, whose flags come from ``vta.sim.build.sim_env(fast=True)``,
+-- the backend's own build, whose flags come from ``vta.hdltools.build.sim_env(fast=True)``,
 and builds with further flags appended to them (the last ``-O``/``-march``
 wins) -- opens one device per build, and runs the same program on each,
 interleaved, best of ``--repeat``: the chunked 256^3 int8 matmul stream of
@@ -29,8 +29,8 @@ import numpy as np
 from conv2d_resnet import _cpu_name as cpu_name
 
 import vta
-from vta.programs import build_matmul
-from vta.sim import build as simbuild
+from vta.hdltools import build as simbuild
+from vta.progfile.handbuilt import build_matmul
 
 #: label -> flags appended to the backend's CXXFLAGS ("" is the backend's own build).
 CANDIDATES = {

@@ -2,7 +2,7 @@
 """Resources of the AWS custom logic (wrapper + VTA) against what each shell leaves.
 
 Synthesises ``vta_aws_f1`` / ``vta_aws_f2`` (hdl/aws, with VTA inside) with yosys
-``synth_xilinx -family xcup`` (vta.synth) and prints LUT, FF, DSP, BRAM and URAM
+``synth_xilinx -family xcup`` (vta.hdltools.synth) and prints LUT, FF, DSP, BRAM and URAM
 against the device's totals less the shell's share.  yosys's mapping is not
 Vivado's: the figures size the design, they are not a placement result.  A few
 CPU minutes per configuration; needs Debian's yosys.
@@ -19,10 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from vta import Config, hdlgen
+from vta import Config
 from vta.aws.regs import SHELLS
-from vta.driver.aws_sim import aws_sources, write_aws_header
-from vta.synth import analyse, run_yosys
+from vta.backends.aws_sim import aws_sources, write_aws_header
+from vta.hdltools import hdlgen
+from vta.hdltools.synth import analyse, run_yosys
 
 #: Device totals (AMD Virtex UltraScale+ product tables): CLB LUTs, CLB flip-flops,
 #: DSP48E2 slices, 36 Kb block RAMs, 288 Kb UltraRAMs.

@@ -4,7 +4,7 @@
 LUT / FF / CARRY8 / DSP / BRAM / URAM per top-level instance and per module,
 whether every scratchpad became block RAM, block-RAM and DSP outputs that
 reach logic before a register, and the deepest register-to-register path in
-LUT levels (how it is counted: ``vta/synth.py``).  A few CPU minutes per
+LUT levels (how it is counted: ``vta/hdltools/synth.py``).  A few CPU minutes per
 configuration; needs Debian's yosys (``apt-get install yosys``).
 
     python scripts/synth/synth.py [--config default,aws] [--uram] [--workdir DIR] [--json FILE]
@@ -17,7 +17,7 @@ import argparse
 import dataclasses
 import json
 
-from vta.synth import format_report, synthesize
+from vta.hdltools.synth import format_report, synthesize
 
 
 def main() -> None:

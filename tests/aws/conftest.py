@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import needs
 import pytest
 
 import vta
@@ -13,15 +14,10 @@ def aws_device():
     opened: dict = {}
 
     def get(shell: str, simulator: str, preset: str = "tiny", **options):
-        from vta.sim.build import SimulatorError, simulator_version
-
         key = (shell, simulator, preset, tuple(sorted(options.items())))
         dev = opened.get(key)
         if dev is None or dev.closed:
-            try:
-                simulator_version(simulator)
-            except SimulatorError as exc:
-                pytest.skip(str(exc))
+            needs.simulator(simulator)
             dev = vta.open_device(f"{shell}-sim", preset, simulator=simulator, **options)
             opened[key] = dev
         return dev

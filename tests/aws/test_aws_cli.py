@@ -14,9 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 import vta
-from vta import hdlgen, programs
 from vta.aws import afi as afimod
 from vta.cli import main
+from vta.hdltools import hdlgen
+from vta.progfile import handbuilt as programs
 
 botocore = pytest.importorskip("botocore")
 from botocore.stub import ANY, Stubber  # noqa: E402
@@ -68,7 +69,7 @@ def test_build_f2_dry_run_then_for_real(tmp_path):
     assert dry.exit_code == 0, dry.output
     assert f"copy folder {hdk}/hdk/cl/examples/CL_TEMPLATE -> {cl}" in dry.output
     assert f"write {cl}/design/cl_vta.sv" in dry.output
-    assert f"copy {vta.sim.build.hdl_dir()}/aws/vta_aws_f2.v -> {cl}/design/vta_aws_f2.v" \
+    assert f"copy {vta.hdltools.build.hdl_dir()}/aws/vta_aws_f2.v -> {cl}/design/vta_aws_f2.v" \
         in dry.output
     assert ("run: bash -c 'cd " + str(hdk) + " && source hdk_setup.sh && export CL_DIR=" + str(cl)
             + " && cd " + str(cl) + "/build/scripts && ./aws_build_dcp_from_cl.py -c cl_vta "
@@ -287,6 +288,7 @@ def test_run_dry_run(matmul_program):
     assert lines[-2].startswith("run ") and lines[-1].startswith("compare ")
 
 
+@pytest.mark.sim
 def test_run_on_the_simulated_card(matmul_program):
     """`vta aws run --sim` replays the program through the F2 wrapper and checks its outputs."""
     result = invoke("aws", "run", matmul_program, "--sim", "--simulator", "icarus", "--json")

@@ -7,16 +7,16 @@ upsizer's narrow path) and the 512-bit ``aws`` preset (its pass-through path).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
+import needs
 import pytest
 
 import vta
-from vta import hdlgen
 from vta.aws.regs import SHELLS
-from vta.driver.aws_sim import aws_sources, write_aws_header
-from vta.sim.build import sim_env
+from vta.backends.aws_sim import aws_sources, write_aws_header
+from vta.hdltools import hdlgen
+from vta.hdltools.build import sim_env
 
 CASES = [(shell.module, preset) for shell in SHELLS.values() for preset in ("tiny", "aws")]
 
@@ -31,12 +31,11 @@ def _setup(preset):
     return hdr, params, sources
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("top,preset", CASES)
 def test_verilator_lint(top, preset):
     env = {**os.environ, **sim_env()}
-    exe = shutil.which("verilator", path=env["PATH"])
-    if exe is None:
-        pytest.skip("verilator not installed")
+    exe = needs.tool("verilator", "lints the design", path=env["PATH"])
     hdr, params, sources = _setup(preset)
     cmd = [exe, "--lint-only", "-Wall", f"-I{hdr}", "--top-module", top,
            *(f"-G{k}={v}" for k, v in params.items()), *sources]
@@ -44,11 +43,10 @@ def test_verilator_lint(top, preset):
     assert out.returncode == 0 and "%Warning" not in out.stderr, out.stderr
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("top,preset", CASES)
 def test_iverilog_lint(top, preset, tmp_path):
-    exe = shutil.which("iverilog")
-    if exe is None:
-        pytest.skip("iverilog not installed")
+    exe = needs.tool("iverilog", "lints the design")
     hdr, params, sources = _setup(preset)
     cmd = [exe, "-g2005", "-Wall", f"-I{hdr}", "-s", top, "-o", str(tmp_path / "lint.vvp"),
            *(f"-P{top}.{k}={v}" for k, v in params.items()), *sources]

@@ -1,11 +1,11 @@
 """The AWS wrappers (hdl/aws) with the shell-port models, reached through the f1/f2 transport.
 
-Each case opens ``f1-sim`` / ``f2-sim``: :class:`vta.driver.aws.AwsTransport` (the
+Each case opens ``f1-sim`` / ``f2-sim``: :class:`vta.backends.aws.AwsTransport` (the
 code the f1/f2 backends run on an instance) over stand-ins driven by the simulated
 wrapper.  The default run covers F1 under Verilator (default preset: a
 64-bit VTA bus, large loads) and F2 under Icarus (tiny preset); the other two pairings
 are ``slow``.  The program suite itself runs through the wrappers with
-``pytest -m slow tests/test_runtime.py tests/test_ops.py`` (tests/conftest.py).
+``pytest -m slow tests/suite/test_runtime.py tests/suite/test_ops.py`` (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vta import ops
+from vta import ops, regs
 from vta.aws import regs as clregs
-from vta.driver import regs
-from vta.driver.aws import ShellTimeoutError
-from vta.programs import build_matmul
+from vta.backends.aws import ShellTimeoutError
+from vta.progfile.handbuilt import build_matmul
+
+pytestmark = pytest.mark.sim  # every test here runs a simulator
 
 CASES = [pytest.param("f1", "verilator", "default", id="f1-verilator"),
          pytest.param("f2", "icarus", "tiny", id="f2-icarus"),
@@ -229,7 +230,7 @@ def test_stalls_on_every_channel(aws_device, shell, sim, preset):
 def test_aws32_preset_through_the_f2_wrapper(aws_device):
     """The F2 preset with a 32x32 GEMM core (1,024 MACs per cycle): dense layers of several
     shapes through the F2 wrapper under Verilator, checked against NumPy.  (Random programs
-    against the golden model: tests/test_differential.py, slow case f2-sim-aws32.)"""
+    against the golden model: tests/sim/test_differential.py, slow case f2-sim-aws32.)"""
     dev = aws_device("f2", "verilator", "aws32")
     rng = np.random.default_rng(32)
     for m, k, n in [(1, 32, 32), (64, 256, 96), (33, 100, 70)]:

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import vta
+from vta import regs
 from vta.aws import regs as clregs
-from vta.driver import regs
-from vta.driver.aws import AwsTransport, HostPlatform, MappedBar, ShellTimeoutError
+from vta.backends.aws import AwsTransport, HostPlatform, MappedBar, ShellTimeoutError
 from vta.driver.host import Driver
 from vta.errors import DeviceError
 

@@ -15,6 +15,7 @@ import random
 import time
 from pathlib import Path
 
+import needs
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -266,12 +267,8 @@ CASES = [  # (data width, read latency, write latency, stall /256)
 def test_vta_dram(sim, width, rlat, wlat, stall, tmp_path):
     pytest.importorskip("cocotb")
     pytest.importorskip("cocotbext.axi")
-    from vta.sim import build as simbuild
 
-    try:
-        simbuild.simulator_version(sim)
-    except simbuild.SimulatorError as exc:
-        pytest.skip(str(exc))
+    needs.simulator(sim)
     _run(sim, width, tmp_path, "random_bursts,backdoor_both_ways,out_of_range_decerr,"
          "error_window_slverr", [f"+DRAM_RLAT={rlat}", f"+DRAM_WLAT={wlat}",
                                  f"+DRAM_STALL={stall}"], seed=rlat + stall)
@@ -283,12 +280,9 @@ ERR_ADDR = 0x80000
 def _run(sim, width, tmp_path, tests, plusargs, seed=1):
     pytest.importorskip("cocotb")
     pytest.importorskip("cocotbext.axi")
-    from vta.sim import build as simbuild
+    from vta.hdltools import build as simbuild
 
-    try:
-        simbuild.simulator_version(sim)
-    except simbuild.SimulatorError as exc:
-        pytest.skip(str(exc))
+    needs.simulator(sim)
     b = simbuild.build(sim, "vta_dram", [simbuild.sim_dir() / "vta_dram.v"],
                        parameters={"DATA_WIDTH": width, "LOG_MEM_BYTES": LOG_MEM_BYTES})
     bd = tmp_path / "bd.hex"

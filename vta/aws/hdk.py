@@ -197,8 +197,8 @@ def _f1_encrypt(template_text: str, files: list[str]) -> str:
 def plan_build(shell: str, hdk: Path | str, cfg: Config, *, cl_name: str = "cl_vta",
                clock_recipe: str = "A0", force: bool = False) -> BuildPlan:
     """The plan that builds ``cfg`` as ``shell`` custom logic ``cl_name`` in checkout ``hdk``."""
-    from .. import hdlgen
-    from ..driver.aws_sim import aws_sources
+    from ..backends.aws_sim import aws_sources
+    from ..hdltools import hdlgen
 
     if shell not in clregs.SHELLS:
         raise HdkError(f"shell must be one of {', '.join(clregs.SHELLS)}, not {shell!r}")

@@ -5,7 +5,7 @@ Defined once here; ``hdl/aws`` reads the offsets from the generated header
 from this module.
 
 BAR0 (the shell's OCL AXI4-Lite port) holds VTA's own control registers at
-``0x0000`` (:mod:`vta.driver.regs`) and the wrapper's at :data:`CL_WINDOW`;
+``0x0000`` (:mod:`vta.regs`) and the wrapper's at :data:`CL_WINDOW`;
 every other offset answers DECERR and reads :data:`UNMAPPED`.
 """
 

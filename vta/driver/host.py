@@ -11,12 +11,12 @@ Every backend (golden model, RTL simulation, AWS FPGA) is reached through a
   freed runs.  Every access is checked against its buffer.
 * **Runs** follow docs/rtl-interface.md: CLEAR, INSN_ADDR_LO/HI, INSN_COUNT,
   START, ``transport.wait_idle``, poll STATUS, read every counter of
-  :data:`vta.driver.regs.COUNTERS` into a :class:`RunStats`, and turn an ERROR
+  :data:`vta.regs.COUNTERS` into a :class:`RunStats`, and turn an ERROR
   status into :class:`~vta.errors.ExecutionError` /
   :class:`~vta.errors.DeadlockError`.
 
 A transport may declare ``has_timing = False`` (the golden model has no
-clock); the timing counters of :data:`vta.driver.regs.TIMING_COUNTERS` are then
+clock); the timing counters of :data:`vta.regs.TIMING_COUNTERS` are then
 reported as ``None``.  A transport may also offer ``last_error_detail() -> str |
 None``, whose text is appended to the decoded error.
 """
@@ -27,14 +27,14 @@ import functools
 import itertools
 import operator
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import regs
 from ..config import Config
 from ..errors import DeadlockError, DeviceError, DeviceTimeoutError, ErrorCode, ExecutionError
 from ..isa import INSN_BYTES
-from . import regs
 from .transport import Transport
 
 #: Bytes per device-memory page (upstream ``VTA_PAGE_BYTES``).
@@ -79,7 +79,7 @@ class Buffer:
 class RunStats:
     """Counters of one run, read from the counter registers.
 
-    Every name of :data:`vta.driver.regs.COUNTERS` is an attribute
+    Every name of :data:`vta.regs.COUNTERS` is an attribute
     (``stats.cycles``, ``stats.gemm_uops`` ...); timing counters are ``None``
     when the transport has no clock (the golden model).
 
@@ -182,6 +182,10 @@ class Driver:
     cfg : Config
         The configuration the caller expects the device to implement; opening
         fails with :class:`~vta.errors.DeviceError` when the device differs.
+    explain : callable, optional
+        ``explain(driver, insn_addr, insn_count, module, index, code) -> str | None``:
+        a message for a fault the device reported only as a code (and no detail
+        of its own); :func:`vta.device.open_device` gives the golden model's.
 
     Attributes
     ----------
@@ -189,11 +193,13 @@ class Driver:
         Whether the device counts clock cycles (``False`` on the golden model).
     """
 
-    def __init__(self, transport: Transport, cfg: Config):
+    def __init__(self, transport: Transport, cfg: Config,
+                 explain: Callable[..., str | None] | None = None):
         if not isinstance(cfg, Config):
             raise TypeError(f"cfg must be a vta.Config, not {type(cfg).__name__}")
         self.transport = transport
         self.cfg = cfg
+        self.explain = explain
         self.has_timing = bool(getattr(transport, "has_timing", True))
         self._number = next(_DRIVER_NUMBERS)
         self._live: dict[int, Buffer] = {}
@@ -428,8 +434,8 @@ class Driver:
             message += f" (error response to the DRAM burst at 0x{address:x})"
         detail_fn = getattr(self.transport, "last_error_detail", None)
         detail = detail_fn() if callable(detail_fn) else None
-        if not detail and code in _EXPLAINED:
-            detail = self.explain_fault(insn_addr, insn_count, module, index, code)
+        if not detail and self.explain is not None:
+            detail = self.explain(self, insn_addr, insn_count, module, index, code)
         if detail:
             message += f": {detail}"
         if code == ErrorCode.DEADLOCK:
@@ -437,46 +443,6 @@ class Driver:
             return DeadlockError(message, stuck={module: (index, "")})
         return ExecutionError(message, module=module, index=index,
                               code=code if isinstance(code, ErrorCode) else None, address=address)
-
-    def explain_fault(self, insn_addr: int, insn_count: int, module: str,
-                      index: int | None, code: ErrorCode) -> str | None:
-        """The golden model's message for a fault the device reported only as a code.
-
-        The faulting instruction is read back from device memory and checked by
-        :meth:`vta.golden.GoldenModel.explain` on a scratch model whose micro-op
-        buffer holds what the stream's earlier UOP loads put there (read from
-        device memory now).  Streams longer than :data:`MAX_EXPLAIN` instructions
-        before the fault are explained from the faulting instruction alone.
-        Returns None unless the model finds the same fault (``module``, ``code``).
-        """
-        import numpy as np
-
-        from ..golden import GoldenModel
-        from ..isa import MemId, Opcode, decode
-
-        t = self.transport
-        model = GoldenModel(self.cfg, np.zeros(int(t.mem_size), dtype=np.uint8))
-        try:
-            if index is None:  # a fetch fault without an index: the stream's range
-                model.fetch(insn_addr, insn_count)
-                return None
-            first = max(0, index + 1 - MAX_EXPLAIN)
-            raw = t.mem_read(insn_addr + first * INSN_BYTES, (index + 1 - first) * INSN_BYTES)
-        except ExecutionError as exc:
-            return str(exc) if (exc.module, exc.code) == (module, code) else None
-        except DeviceError:
-            return None
-        insns = [decode(raw[i:i + INSN_BYTES], self.cfg) for i in range(0, len(raw), INSN_BYTES)]
-        for j, insn in enumerate(insns[:-1], start=first):
-            if insn.opcode == Opcode.LOAD and insn.memory_type == MemId.UOP and insn.x_size:
-                start = insn.dram_base * 4
-                end = start + ((insn.y_size - 1) * insn.x_stride + insn.x_size) * 4
-                if insn.y_size and end <= t.mem_size:
-                    model.mem[start:end] = np.frombuffer(t.mem_read(start, end - start),
-                                                         dtype=np.uint8)
-                    model.explain(j, insn)
-        err = model.explain(index, insns[-1])
-        return str(err) if err is not None and (err.module, err.code) == (module, code) else None
 
     # -------------------------------------------------------------- close
     def _check_open(self) -> None:
@@ -488,14 +454,6 @@ class Driver:
         if not self._closed:
             self._closed = True
             self.transport.close()
-
-
-#: Fault codes a single instruction explains (the others depend on timing or on tokens).
-_EXPLAINED = frozenset({ErrorCode.BAD_OPCODE, ErrorCode.BAD_MEMORY_TYPE, ErrorCode.SRAM_RANGE,
-                        ErrorCode.DRAM_RANGE, ErrorCode.BAD_ALU_OPCODE, ErrorCode.BAD_DEP_FLAG,
-                        ErrorCode.STORE_PAD})
-#: Instructions before a fault that :meth:`Driver.explain_fault` reads back at most.
-MAX_EXPLAIN = 1 << 16
 
 
 def _version(word: int) -> str:

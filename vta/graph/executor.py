@@ -207,6 +207,29 @@ class Report:
     #: Columns of :meth:`rows` holding numbers (right-aligned in tables).
     NUMERIC = (3, 4, 5, 6, 7)
 
+    def summary_rows(self) -> list[tuple[str, str]]:
+        """Summary rows (name, value): VTA nodes, work, cycles, roofline, device memory."""
+        stats = self.stats
+        rows = [("VTA nodes", f"{len(self.vta_nodes)} of {len(self.nodes)}: "
+                              f"{', '.join(n.name for n in self.vta_nodes) or 'none'}")]
+        if stats is not None:
+            rows.append(("work", f"GEMM micro-ops {stats.gemm_uops:,}, ALU micro-ops "
+                                 f"{stats.alu_uops:,}, {stats.insn_count:,} instructions in "
+                                 f"{stats.runs} runs"))
+        cycles = self.cycles
+        rows.append(("cycles", "n/a (functional model)" if cycles is None else
+                     f"{cycles:,}; GEMM utilisation {self.gemm_utilisation():.1%}"))
+        bound = self.bound
+        if bound is not None:
+            rows.append(("roofline", f"{bound:,} cycles at least (the VTA nodes' bounds summed)"
+                         + ("" if cycles is None else
+                            f"; the run took {cycles / bound:.3f}x that ({bound / cycles:.1%} "
+                            "of the roofline)")))
+        rows.append(("device memory", f"activations {self.activation_bytes:,} bytes in reused "
+                                      f"buffers ({self.activation_bytes_unshared:,} without "
+                                      f"reuse), weights {self.weight_bytes:,} bytes"))
+        return rows
+
 
 # --------------------------------------------------------------- executor
 @dataclass

@@ -285,3 +285,16 @@ def infer_shapes(graph: Graph, input_shapes: Mapping[str, tuple[int, ...]]
         else:
             shapes[node.output] = x
     return shapes
+
+
+def first_mismatch(graph, ours: dict, ref: dict) -> str | None:
+    """None when every output equals the reference, else where the first difference is."""
+    for name in graph.outputs:
+        a, b = ours[name], ref[name]
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"output {name!r}: {a.dtype}{a.shape} vs reference {b.dtype}{b.shape}"
+        if not np.array_equal(a, b):
+            idx = tuple(int(i) for i in np.argwhere(a != b)[0])
+            return (f"output {name!r}: {int((a != b).sum())} of {a.size} values differ; first "
+                    f"at {idx}: got {a[idx]}, reference {b[idx]}")
+    return None

@@ -27,10 +27,10 @@ import numpy as np
 
 from ..config import Config
 from ..device import Device, open_device
-from ..driver.regs import TIMING_COUNTERS
 from ..errors import DeadlockError, DeviceTimeoutError, ExecutionError
 from ..golden import GoldenModel, TraceEvent
 from ..isa import UOP_BYTES, GemmInsn, MemId, Opcode
+from ..regs import TIMING_COUNTERS
 from .generator import ARENA_BYTES, Case, Generator
 
 #: Backends a session can check against the reference (the f1/f2-sim: the AWS wrappers

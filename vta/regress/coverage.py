@@ -41,8 +41,8 @@ from collections.abc import Iterable, Sequence
 
 from ..config import TOKEN_QUEUE_DEPTH
 from ..errors import PROGRAM_FAULTS
-from ..golden import ENGINES, QUEUES, TraceEvent
-from ..isa import AluOp, MemId, Opcode
+from ..golden import TraceEvent
+from ..isa import ENGINES, QUEUES, AluOp, MemId, Opcode
 from .generator import COMMAND_QUEUE_DEPTH, FETCH_CHUNK
 
 _LOAD_TYPES = ("INP", "WGT", "ACC", "ACC_8BIT", "UOP")

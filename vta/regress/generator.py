@@ -44,8 +44,11 @@ import numpy as np
 
 from ..config import TOKEN_QUEUE_DEPTH, Config
 from ..errors import PROGRAM_FAULTS
-from ..golden import ENGINES, POP_QUEUE, PUSH_QUEUE, QUEUES, dispatch_engine
 from ..isa import (
+    ENGINES,
+    POP_QUEUE,
+    PUSH_QUEUE,
+    QUEUES,
     UOP_BYTES,
     AluInsn,
     AluOp,
@@ -55,6 +58,7 @@ from ..isa import (
     MemInsn,
     Opcode,
     Uop,
+    dispatch_engine,
     encode,
     encode_uop,
 )

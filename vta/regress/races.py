@@ -6,7 +6,7 @@ conflicting accesses (same scratchpad entry or DRAM byte, at least one write)
 made by different engines are ordered by tokens.  Token order is
 *happens-before*: program order within an engine, and the k-th push onto a
 queue before the k-th pop from it (a pop needs a token, and tokens are
-counted).  :func:`races` computes it with :mod:`vta.tokenorder` (vector
+counted).  :func:`races` computes it with :mod:`vta.progfile.tokenorder` (vector
 clocks, shared with ``vta lint``) and lists the unordered conflicting pairs.
 
 :func:`undefined_reads` lists reads of scratchpad entries (INP, WGT, ACC, OUT,
@@ -27,11 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .. import tokenorder
-from ..golden import dispatch_engine
-from ..isa import MemId, Opcode
-from ..lint import touches
-from ..progfile import elem_bytes, follow_uops
+from ..isa import MemId, Opcode, dispatch_engine
+from ..progfile import elem_bytes, follow_uops, tokenorder
+from ..progfile.lint import touches
 from .generator import Case
 
 
@@ -150,7 +148,7 @@ def _accesses(case: Case, insns) -> Iterator[tuple[int, str, bool, object]]:
 
 
 def _compute_access(index: int, insn, kernel, cfg) -> Iterator[tuple[int, str, bool, object]]:
-    """A GEMM/ALU's accesses, from the entries :func:`vta.lint.touches` expands."""
+    """A GEMM/ALU's accesses, from the entries :func:`vta.progfile.lint.touches` expands."""
     touched = {what: set(entries.tolist()) for what, entries in touches(insn, kernel, cfg).items()}
     if not touched:
         return

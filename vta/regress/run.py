@@ -300,11 +300,9 @@ def _sigint_ignored() -> Iterator[None]:
 
 def _stage_package() -> str:
     """A temporary folder holding this ``vta`` package laid out as the wheel lays it out."""
-    import vta
+    from ..hdltools.build import hdl_dir, sim_dir
 
-    from ..sim.build import hdl_dir, sim_dir
-
-    src = Path(vta.__file__).resolve().parent
+    src = Path(__file__).resolve().parents[1]  # the vta package
     root = Path(tempfile.mkdtemp(prefix="vta-ship-"))
     stage = root / f"vta-{uuid.uuid4().hex[:8]}"
     shutil.copytree(src, stage / "vta", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

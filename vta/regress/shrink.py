@@ -32,8 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..errors import VTAError
-from ..golden import dispatch_engine
-from ..isa import DEP_FLAGS, MemId, Opcode
+from ..isa import DEP_FLAGS, MemId, Opcode, dispatch_engine
 from .generator import DATA_BYTES, QUEUE_ENDS, Case, is_noop, noop
 from .races import races, undefined_reads
 

@@ -25,8 +25,9 @@ from typing import Any
 
 from ..config import Config
 from ..errors import DeviceError
-from ..golden import GoldenModel, dispatch_engine
-from ..sim.build import SimulatorError
+from ..golden import GoldenModel
+from ..hdltools.build import SimulatorError
+from ..isa import dispatch_engine
 from . import shrink as shrinker
 from .check import Session
 from .coverage import collect

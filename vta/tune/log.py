@@ -14,7 +14,7 @@ asks :func:`lookup` for every layer it plans; the log it reads is, in order:
 the one given to :func:`use`, ``$VTA_TUNING_LOG`` (empty: no log), or
 ``tuning.jsonl`` in the build cache folder (``~/.cache/vta``), where
 ``vta tune`` writes by default.  An entry whose tiling does not fit the
-layer (a log from another version of the planner) is ignored.
+layer (a log from another version of the planner) is ignored by the planner.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ _cache: dict[Path, tuple[tuple[int, int], dict[tuple, dict[str, Any]]]] = {}
 
 def default_path() -> Path:
     """``tuning.jsonl`` in the build cache folder (``$VTA_CACHE_DIR`` or ``~/.cache/vta``)."""
-    from ..sim.build import cache_root
+    from ..hdltools.build import cache_root
 
     return cache_root() / DEFAULT_NAME
 
@@ -115,18 +115,13 @@ def entries(path: str | Path) -> dict[tuple, dict[str, Any]]:
 
 
 def lookup(cfg: Config, op: str, shape: tuple) -> dict[str, Any] | None:
-    """The tiling of the active log's best entry for this layer, or None."""
+    """The tiling of the active log's best entry for this layer, or None.
+
+    The caller checks that it still fits (:func:`vta.ops.plan_conv2d` ignores
+    one that does not).
+    """
     path = active_path()
     if path is None:
         return None
     entry = entries(path).get(key_of(cfg, op, shape))
-    if entry is None:
-        return None
-    from .. import ops
-
-    try:  # a tiling from another planner version may no longer fit: ignore it
-        ops.plan_conv2d(cfg, shape[:4], (shape[4], shape[1], shape[5], shape[6]),
-                        shape[7:9], shape[9:11], shape[11], tiling=entry["tiling"])
-    except ValueError:
-        return None
-    return dict(entry["tiling"])
+    return None if entry is None else dict(entry["tiling"])

@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__, ops
+from .. import ops
+from .._version import __version__
 from ..config import Config
 from ..errors import VTAError
 from . import log as tuning_log

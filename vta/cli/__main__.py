@@ -1,0 +1,5 @@
+"""``python -m vta.cli``: the ``vta`` command."""
+
+from .main import main
+
+main()

@@ -1,1 +1,0 @@
-"""Simulation support: locating the HDL and testbench, and cached simulator builds."""
