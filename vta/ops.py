@@ -99,6 +99,7 @@ from .runtime import (
 from .tune import log as tuning_log
 
 __all__ = [
+    "Residual",
     "add",
     "add_bound",
     "conv2d",
@@ -334,14 +335,27 @@ class _Regions:
     acc_half: int
     bias_base: int | None  # where the whole bias stays for the stream (None: none, or per tile)
     tile_bias: bool  # each tile loads its bias at the top of its ACC half
+    residual: bool = False  # a folded add: its operand's tile beside the last window, W_id atop
+
+    def fits(self, tob: int, entries: int, window: int = 0) -> bool:
+        """Whether a tile of ``entries`` (``tob`` channel blocks) fits an ACC half and its
+        chunk's input ``window`` an INP half (with a folded add, beside the other operand's
+        tile)."""
+        return (entries + (tob if self.tile_bias else 0) <= self.acc_half
+                and window + (entries if self.residual else 0) <= self.inp_half)
+
+    @property
+    def wgt_cap(self) -> int:
+        """Weight entries a chunk may use in a WGT half (a folded add keeps its top entry)."""
+        return self.wgt_half - (1 if self.residual else 0)
 
 
-def _regions(cfg: Config, ob: int, bias: bool) -> _Regions:
+def _regions(cfg: Config, ob: int, bias: bool, residual: bool = False) -> _Regions:
     acc = min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH)
     resident = bias and ob <= acc // 8  # the whole bias at the top of ACC, loaded once
     return _Regions(cfg.INP_BUFF_DEPTH // 2, cfg.WGT_BUFF_DEPTH // 2,
                     min((acc - (ob if resident else 0)) // 2, _LOOP_MAX),
-                    acc - ob if resident else None, bias and not resident)
+                    acc - ob if resident else None, bias and not resident, residual)
 
 
 def _gemm_axes(p: ConvPlan, tob: int, th: int, tw: int, tih: int,
@@ -405,11 +419,12 @@ def _sizes(n: int, t: int) -> list[tuple[int, int]]:
 class _Model:
     """The planner's RTL cost model for one layer (see :func:`predict_cycles`)."""
 
-    def __init__(self, cfg: Config, shape: tuple, bias: bool, alu_steps: int = 3):
+    def __init__(self, cfg: Config, shape: tuple, bias: bool, alu_steps: int = 3,
+                 residual: bool = False):
         (self.nb, self.cb, self.h, self.w, self.ob, self.kh, self.kw, self.oh, self.ow,
          self.sh, self.sw, self.ph, self.pw) = shape
         self.bias, self.alu_steps = bias, alu_steps
-        self.regions = _regions(cfg, self.ob, bias)
+        self.regions = _regions(cfg, self.ob, bias, residual)
         bus = cfg.BUS_BYTES
         self.inp, self.wgt, self.acc, self.out = (
             max(1.0, cfg.elem_bytes_of(m) / bus) for m in ("INP", "WGT", "ACC", "OUT"))
@@ -448,6 +463,8 @@ class _Model:
             c_tile = entries + _C_INSN + epilogue * (entries + _C_INSN)
             if self.regions.tile_bias:
                 c_tile += _C_LOAD + tob * self.acc
+            if self.regions.residual:  # its GEMM and about four ALU steps
+                c_tile += 5 * (entries + _C_INSN)
             s_tile = (1 if tw == self.ow else tob) * _C_STORE + entries * self.out
             tile = chunks * max(c_chunk, l_inp + w_share) + c_tile
             total += self.nb * n_o * n_h * n_w * max(tile, s_tile)
@@ -461,7 +478,8 @@ class _Model:
         return total + first_load + preload
 
 
-def predict_cycles(cfg: Config, p: ConvPlan, bias: bool = True, alu_steps: int = 3) -> float:
+def predict_cycles(cfg: Config, p: ConvPlan, bias: bool = True, alu_steps: int = 3,
+                   residual: bool = False) -> float:
     """Cycles the RTL should take for plan ``p`` (the planner's cost model).
 
     Per reduction step the load engine brings the next input window (and the
@@ -470,24 +488,23 @@ def predict_cycles(cfg: Config, p: ConvPlan, bias: bool = True, alu_steps: int =
     and every GEMM reads its kernel once (the RTL's range check); the tile's
     reset and ALU epilogue and the first step's loads add up; the stores
     overlap the next tile.  ``alu_steps`` counts the epilogue's ALU steps
-    after the bias.  A ranking, not a promise: `vta tune` measures.
+    after the bias; ``residual``: a folded add (:class:`Residual`) follows.  A
+    ranking, not a promise: `vta tune` measures.
     """
     shape = (p.nb, p.cb, p.h, p.w, p.ob, p.kh, p.kw, p.oh, p.ow, p.sh, p.sw, p.ph, p.pw)
-    return _Model(cfg, shape, bias, alu_steps).cycles(p.tob, p.th, p.tw, p.tcb,
-                                                      p.split_kernel, p.loops)
+    return _Model(cfg, shape, bias, alu_steps, residual).cycles(p.tob, p.th, p.tw, p.tcb,
+                                                                p.split_kernel, p.loops)
 
 
 def _fits(cfg: Config, regions: _Regions, p: ConvPlan) -> bool:
     """Whether plan ``p``'s tiles fit the scratchpad halves and its loops their fields."""
     tih, tiw = (p.th - 1) * p.sh + p.kh, (p.tw - 1) * p.sw + p.kw
-    per_tile_bias = p.tob if regions.tile_bias else 0
     khw = p.kh * p.kw
     group = 1 if p.split_kernel else khw
     extent = {"o": p.tob, "y": p.th, "x": p.tw, "c": p.tcb}
     kernel = group * math.prod(extent[a] for a in GEMM_AXES if a not in p.loops)
-    return (p.cb % p.tcb == 0 and p.tob * p.tcb * khw <= regions.wgt_half
-            and p.tcb * tih * tiw <= regions.inp_half
-            and p.tob * p.th * p.tw + per_tile_bias <= regions.acc_half
+    return (p.cb % p.tcb == 0 and p.tob * p.tcb * khw <= regions.wgt_cap
+            and regions.fits(p.tob, p.tob * p.th * p.tw, p.tcb * tih * tiw)
             and len(p.loops) == 2 and p.loops[0] != p.loops[1]
             and set(p.loops) <= set(GEMM_AXES)
             and all(extent[a] <= _LOOP_MAX for a in p.loops)
@@ -524,30 +541,29 @@ def _host_cost(cfg: Config, p: ConvPlan) -> float:
 
 @functools.lru_cache(maxsize=256)
 def _plans(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: int,
-           sh: int, sw: int, ph: int, pw: int, bias: bool) -> tuple[ConvPlan, ...]:
+           sh: int, sw: int, ph: int, pw: int, bias: bool,
+           residual: bool = False) -> tuple[ConvPlan, ...]:
     """Every tiling worth considering, the planner's choice first, then by predicted cycles.
 
     The choice: of the plans whose predicted RTL cycles (:func:`predict_cycles`)
     are within 3% of the best, the cheapest for the golden model to run.
     """
     oh, ow = conv2d_output_shape(h, w, kh, kw, (sh, sw), (ph, pw))
-    regions = _regions(cfg, ob, bias)
+    regions = _regions(cfg, ob, bias, residual)
     shape = (nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw)
-    model = _Model(cfg, shape, bias)
+    model = _Model(cfg, shape, bias, residual=residual)
     found: list[tuple] = []
     for tcb in reversed(_divisors(cb)):
         for tob in _candidates(ob):
-            if tob * tcb * kh * kw > regions.wgt_half:
+            if tob * tcb * kh * kw > regions.wgt_cap:
                 break
             for th in _candidates(oh):
                 tih = (th - 1) * sh + kh
-                if tcb * tih * kw > regions.inp_half or tob * th > regions.acc_half:
+                if tcb * tih * kw > regions.inp_half or not regions.fits(tob, tob * th):
                     break
                 for tw in _candidates(ow):
                     tiw = (tw - 1) * sw + kw
-                    if tcb * tih * tiw > regions.inp_half:
-                        break
-                    if tob * th * tw + (tob if regions.tile_bias else 0) > regions.acc_half:
+                    if not regions.fits(tob, tob * th * tw, tcb * tih * tiw):
                         break
                     for split in ((True, False) if kh * kw > 1 else (True,)):
                         group = 1 if split else kh * kw
@@ -572,9 +588,9 @@ def _plans(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: 
 
 
 def _layer(data_shape: Sequence[int], kernel_shape: Sequence[int], stride, padding,
-           bias: bool) -> tuple:
+           bias: bool, residual: bool = False) -> tuple:
     """The checked layer key of a packed convolution: (nb, cb, h, w, ob, kh, kw, sh, sw, ph,
-    pw, bias)."""
+    pw, bias, residual)."""
     nb, cb, h, w = data_shape[:4]
     ob, cb2, kh, kw = kernel_shape[:4]
     if cb2 != cb:
@@ -598,20 +614,22 @@ def _layer(data_shape: Sequence[int], kernel_shape: Sequence[int], stride, paddi
                          f"{cb * kh * kw} weight entries per output block: LOAD strides are "
                          f"16-bit, so at most {_MAX_STRIDE}")
     return (int(nb), int(cb), int(h), int(w), int(ob), int(kh), int(kw), sh, sw, ph, pw,
-            bool(bias))
+            bool(bias), bool(residual))
 
 
 def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
-                bias: bool = False, tiling: dict[str, Any] | None = None) -> ConvPlan:
+                bias: bool = False, tiling: dict[str, Any] | None = None,
+                residual: bool = False) -> ConvPlan:
     """The tiling :func:`conv2d_packed` uses for packed shapes ``data_shape`` / ``kernel_shape``.
 
     ``tiling`` (the :attr:`ConvPlan.tiling` of another plan) asks for given
     choices; otherwise the active tuning log's entry for this layer is used
     when it has one (:mod:`vta.tune`), else the best plan of the cost model
-    (:func:`predict_cycles`).
+    (:func:`predict_cycles`).  ``residual``: a folded add (:class:`Residual`)
+    follows, so each tile keeps room for its other operand.
     """
-    shape = _layer(data_shape, kernel_shape, stride, padding, bias)
+    shape = _layer(data_shape, kernel_shape, stride, padding, bias, residual)
     if tiling is not None:
         return _tiled(cfg, shape, tiling)
     logged = tuning_log.lookup(cfg, "conv2d", shape)
@@ -625,14 +643,15 @@ def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[i
 
 def conv2d_plans(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
                  stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
-                 bias: bool = False) -> tuple[ConvPlan, ...]:
-    """Every plan of the planner's search space for this layer, best predicted first."""
-    return _plans(cfg, *_layer(data_shape, kernel_shape, stride, padding, bias))
+                 bias: bool = False, residual: bool = False) -> tuple[ConvPlan, ...]:
+    """Every plan of the planner's search space for this layer, its choice first, then by
+    predicted cycles."""
+    return _plans(cfg, *_layer(data_shape, kernel_shape, stride, padding, bias, residual))
 
 
 def _tiled(cfg: Config, shape: tuple, tiling: dict[str, Any]) -> ConvPlan:
     """The plan for ``shape`` with the given choices (ValueError when they do not fit)."""
-    nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, bias = shape
+    nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, bias, residual = shape
     oh, ow = conv2d_output_shape(h, w, kh, kw, (sh, sw), (ph, pw))
     try:
         plan = ConvPlan(nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw,
@@ -643,7 +662,7 @@ def _tiled(cfg: Config, shape: tuple, tiling: dict[str, Any]) -> ConvPlan:
         raise ValueError(f"tiling {tiling!r} is not one of ConvPlan.tiling's form ({exc})") \
             from None
     if not (1 <= plan.tob <= ob and 1 <= plan.th <= oh and 1 <= plan.tw <= ow
-            and 1 <= plan.tcb <= cb and _fits(cfg, _regions(cfg, ob, bias), plan)):
+            and 1 <= plan.tcb <= cb and _fits(cfg, _regions(cfg, ob, bias, residual), plan)):
         raise ValueError(f"tiling {tiling!r} does not fit this layer on {cfg.name} (tiles "
                          "beyond the scratchpad halves, loops beyond their fields, or a "
                          "micro-op kernel with a read-after-write hazard)")
@@ -714,7 +733,10 @@ class _Tile:
 
 
 def _schedule(p: ConvPlan, regions: _Regions, bias: bool) -> list[_Tile]:
-    """The output tiles in order: batch, output-channel tile, rows, columns."""
+    """The output tiles in order: batch, output-channel tile, rows, columns.
+
+    A folded add's other operand comes with the last step's input window.
+    """
     tiles = []
     for nb in range(p.nb):
         for ob0 in range(0, p.ob, p.tob):
@@ -755,6 +777,20 @@ def _elementwise_kernel(q: CommandQueue, base: int, rows: int, cols: int, mode: 
     key = ("reset", base, rows, cols) if mode == MODE_GEMM else \
         ("alu", int(op), imm, base, rows, cols)
     return key, finit, mode, 1
+
+
+def _identity_kernel(q: CommandQueue, dst: int, src: int, wgt: int, rows: int,
+                     cols: int) -> _Kernel:
+    """GEMM ``acc[dst + i] += inp[src + i] x wgt`` over ``rows * cols`` consecutive entries."""
+
+    def finit() -> None:
+        q.uop_loop_begin(rows, cols, cols, 0)
+        q.uop_loop_begin(cols, 1, 1, 0)
+        q.uop_push(MODE_GEMM, 0, dst, src, wgt)
+        q.uop_loop_end()
+        q.uop_loop_end()
+
+    return ("identity", dst, src, wgt, rows, cols), finit, MODE_GEMM, 1
 
 
 def _bias_kernel(q: CommandQueue, t: _Tile) -> _Kernel:
@@ -825,24 +861,30 @@ def _push(q: CommandQueue, kernel: _Kernel) -> None:
 
 
 def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer,
-               wgt_buf: Buffer, bias_buf: Buffer | None, out_buf: Buffer) -> None:
+               wgt_buf: Buffer, bias_buf: Buffer | None, out_buf: Buffer,
+               residual: Residual | None = None, res_buf: Buffer | None = None,
+               id_buf: Buffer | None = None) -> None:
     cfg = q.cfg
     p = plan
-    regions = _regions(cfg, p.ob, epi.bias)
+    regions = _regions(cfg, p.ob, epi.bias, residual is not None)
     inp_half, wgt_half = regions.inp_half, regions.wgt_half
     khw = p.kh * p.kw
     tiles = _schedule(p, regions, epi.bias)
 
     memo: dict[tuple, tuple] = {}
+    lc, lr, post = residual.steps() if residual is not None else (0, 0, [])
+    id_wgt = regions.wgt_half - 1  # a folded add's identity weights, atop each WGT half
 
-    def kernels_of(t: _Tile) -> tuple[_Kernel, list[list[_Kernel]], list[_Kernel]]:
-        """(reset, the GEMMs of each step, the epilogue) of tile ``t``."""
+    def kernels_of(t: _Tile) -> tuple[_Kernel, list[list[_Kernel]], list[_Kernel],
+                                      list[_Kernel]]:
+        """(reset, the GEMMs of each step, the epilogue, the folded add's) of tile ``t``."""
         key = (t.tob, t.th, t.tw, t.acc_base, t.bias_base, t.step0 % 2)
         if key not in memo:
             memo[key] = _tile_kernels(t)
         return memo[key]
 
-    def _tile_kernels(t: _Tile) -> tuple[_Kernel, list[list[_Kernel]], list[_Kernel]]:
+    def _tile_kernels(t: _Tile) -> tuple[_Kernel, list[list[_Kernel]], list[_Kernel],
+                                         list[_Kernel]]:
         entries = (t.tob * t.th, t.tw)
         reset = _elementwise_kernel(q, t.acc_base, *entries, MODE_GEMM)
         steps = [_gemm_kernels(q, p, t, (s % 2) * inp_half, (s % 2) * wgt_half)
@@ -850,13 +892,24 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
         epilogue = [_bias_kernel(q, t)] if epi.bias else []
         epilogue += [_elementwise_kernel(q, t.acc_base, *entries, MODE_ALU, op, imm)
                      for op, imm in epi.alu_steps]
-        return reset, steps, epilogue
+        add: list[_Kernel] = []
+        if residual is not None:  # y << lc, then + r x (2**lr I) from INP, then the steps
+            h = (t.step0 + p.chunks - 1) % 2  # the last step's half: r after the window
+            tih, tiw = t.window(p)
+            if lc:
+                add.append(_elementwise_kernel(q, t.acc_base, *entries, MODE_ALU, AluOp.SHR,
+                                               -lc))
+            add.append(_identity_kernel(q, t.acc_base, h * inp_half + p.tcb * tih * tiw,
+                                        h * regions.wgt_half + id_wgt, *entries))
+            add += [_elementwise_kernel(q, t.acc_base, *entries, MODE_ALU, op, imm)
+                    for op, imm in post]
+        return reset, steps, epilogue, add
 
     # every kernel the stream uses, preloaded once per stream (in one UOP LOAD) when they fit
     used: dict[Any, _Kernel] = {}
     for t in tiles:
-        reset, steps, epilogue = kernels_of(t)
-        for k in (reset, *(k for step in steps for k in step), *epilogue):
+        reset, steps, epilogue, add = kernels_of(t)
+        for k in (reset, *(k for step in steps for k in step), *epilogue, *add):
             used.setdefault(k[0], k)
     n_uops = sum(k[3] for k in used.values())
     preload = n_uops <= min(cfg.UOP_BUFF_DEPTH, q.max_uops // 2)
@@ -868,15 +921,20 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
         if preload:
             for key, finit, mode, _ in used.values():
                 q.preload(key, finit, mode)
+        if residual is not None:  # the identity weights atop both WGT halves, for the stream
+            for h in range(2):
+                q.load_2d(id_buf, 0, 1, 1, 1, 0, 0, 0, 0, h * regions.wgt_half + id_wgt,
+                          MemId.WGT)
 
-    pipe = _Pipeline(q, preamble, (2, n_uops if preload else 0))
+    pipe = _Pipeline(q, preamble, (4, n_uops if preload else 0))
     pipe.begin()
     for t in tiles:
-        reset, steps, epilogue = kernels_of(t)
+        reset, steps, epilogue, add = kernels_of(t)
         tih, tiw = t.window(p)
         gemm_uops = sum(k[3] for k in steps[0])
-        pipe.checkpoint(p.chunks * (p.tcb + 4 + 2 * len(steps[0])) + 16 + t.tob,
-                        0 if preload else p.chunks * gemm_uops + 2 * t.tob + 16)
+        pipe.checkpoint(p.chunks * (p.tcb + 4 + 2 * len(steps[0])) + 24 + 2 * t.tob
+                        + len(epilogue) + len(add), 0 if preload else
+                        p.chunks * gemm_uops + 2 * t.tob + 24)
         # compute: wait until the store of tile - 2 has drained this ACC half
         q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
         if epi.bias and not resident_bias:
@@ -892,15 +950,26 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
                           0, 0, 0, 0, wgt_base, MemId.WGT)
                 pipe.wgt_in_half[h] = (t.ob0, c0)
             _load_window(q, p, data_buf, t.nb, c0, t.oh0, t.ow0, tih, tiw, inp_base)
+            last = s == p.chunks - 1
+            if residual is not None and last:  # the other operand's tile, after the window
+                _load_residual(q, p, t, res_buf, inp_base + p.tcb * tih * tiw)
             q.dep_push(LOAD_STAGE, COMPUTE_STAGE)
-            # compute: wait for the data, accumulate, release the half
+            # compute: wait for the data, accumulate, release the half (with a folded add,
+            # the last step's half after the add's GEMM)
             q.dep_pop(LOAD_STAGE, COMPUTE_STAGE)
             for k in gemms:
                 _push(q, k)
-            q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
+            if residual is None or not last:
+                q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
         # epilogue
         for k in epilogue:
             _push(q, k)
+        if residual is not None:  # y << lc, + r x (2**lr I), release the half, the steps
+            for k in add[:2 if lc else 1]:
+                _push(q, k)
+            q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
+            for k in add[2 if lc else 1:]:
+                _push(q, k)
         q.dep_push(COMPUTE_STAGE, STORE_STAGE)
         # store
         q.dep_pop(COMPUTE_STAGE, STORE_STAGE)
@@ -914,6 +983,18 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
                            out_elem + o * plane, t.tw, t.th, p.ow)
         q.dep_push(STORE_STAGE, COMPUTE_STAGE)
     pipe.end()
+
+
+def _load_residual(q: CommandQueue, p: ConvPlan, t: _Tile, res_buf: Buffer, base: int) -> None:
+    """Load a folded add's other operand for tile ``t`` into INP (the output's layout)."""
+    plane = p.oh * p.ow
+    elem = ((t.nb * p.ob + t.ob0) * p.oh + t.oh0) * p.ow + t.ow0
+    if t.tw == p.ow and plane <= _MAX_STRIDE:
+        q.load_2d(res_buf, elem, t.th * t.tw, t.tob, plane, 0, 0, 0, 0, base, MemId.INP)
+    else:
+        for o in range(t.tob):
+            q.load_2d(res_buf, elem + o * plane, t.tw, t.th, p.ow, 0, 0, 0, 0,
+                      base + o * t.th * t.tw, MemId.INP)
 
 
 def _load_window(q: CommandQueue, p: ConvPlan, data_buf: Buffer, nb: int, c0: int, oh0: int,
@@ -938,7 +1019,8 @@ def _push_elementwise(q: CommandQueue, key: tuple, base: int, rows: int, cols: i
 # -------------------------------------------------------------- operators
 def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
                      bias: np.ndarray | None, epi: _Epilogue, queue_options: dict | None,
-                     tiling: dict | None = None) -> tuple[np.ndarray, RunStats | None]:
+                     tiling: dict | None = None, residual: Residual | None = None,
+                     other: np.ndarray | None = None) -> tuple[np.ndarray, RunStats | None]:
     cfg = dev.cfg
     b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     if data.shape[4:] != (b, bi):
@@ -947,8 +1029,15 @@ def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
     if kernel.shape[4:] != (bo, bi):
         raise ValueError(f"packed kernel must end in ({bo}, {bi}) (BLOCK_OUT, BLOCK_IN), not "
                          f"{kernel.shape[4:]}")
-    plan = plan_conv2d(cfg, data.shape, kernel.shape, stride, padding, epi.bias, tiling)
+    plan = plan_conv2d(cfg, data.shape, kernel.shape, stride, padding, epi.bias, tiling,
+                       residual is not None)
     out_shape = (plan.nb, plan.ob, plan.oh, plan.ow, b, bo)
+    if residual is not None:
+        residual.check(epi.relu, epi.clip)
+        other = _as_int8("other", other, 6)
+        if other.shape != out_shape:
+            raise ValueError(f"other (the residual operand) must have the output's packed "
+                             f"shape {out_shape}, not {other.shape}")
     buffers: list[Buffer] = []
 
     def alloc(nbytes: int, name: str) -> Buffer:
@@ -967,8 +1056,15 @@ def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
             bias_buf = alloc(packed_bias.size * 4, "bias")
             dev.write(bias_buf, np.ascontiguousarray(packed_bias, dtype="<i4"))
         out_buf = alloc(int(np.prod(out_shape)), "out")
+        res_buf = id_buf = None
+        if residual is not None:
+            res_buf = alloc(other.nbytes, "other")
+            dev.write(res_buf, np.ascontiguousarray(other))
+            id_buf = alloc(cfg.WGT_ELEM_BYTES, "identity")
+            dev.write(id_buf, residual.weights(cfg))
         with CommandQueue(dev, **(queue_options or {})) as q:
-            _emit_conv(q, plan, epi, data_buf, wgt_buf, bias_buf, out_buf)
+            _emit_conv(q, plan, epi, data_buf, wgt_buf, bias_buf, out_buf, residual, res_buf,
+                       id_buf)
             q.synchronize()
             stats = RunStats.total(q.history)
         out = dev.read(out_buf, int(np.prod(out_shape))).view(np.int8).reshape(out_shape)
@@ -982,7 +1078,8 @@ def conv2d_packed(dev, data: np.ndarray, kernel: np.ndarray, *,
                   stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
                   bias: np.ndarray | None = None, shift: int = 0, relu: bool = False,
                   clip: tuple[int, int] | None = None, return_stats: bool = False,
-                  queue_options: dict | None = None, tiling: dict | None = None):
+                  queue_options: dict | None = None, tiling: dict | None = None,
+                  residual: Residual | None = None, other: np.ndarray | None = None):
     """2-D convolution of packed int8 tensors on ``dev``.
 
     Parameters
@@ -1010,6 +1107,9 @@ def conv2d_packed(dev, data: np.ndarray, kernel: np.ndarray, *,
         ``force_serial``, ``max_insns`` ...).
     tiling : dict, optional
         The tiling to use (a :attr:`ConvPlan.tiling`; default: :func:`plan_conv2d`'s).
+    residual, other : Residual and numpy.ndarray, optional
+        Fold an element-wise add of the result and ``other`` (int8, the
+        output's packed shape) into the convolution (:class:`Residual`).
 
     Returns
     -------
@@ -1021,7 +1121,7 @@ def conv2d_packed(dev, data: np.ndarray, kernel: np.ndarray, *,
     n_out = kernel.shape[0] * kernel.shape[4]
     epi, bias = _epilogue(bias, n_out, shift, relu, clip)
     out, stats = _run_packed_conv(dev, data, kernel, stride, padding, bias, epi, queue_options,
-                                  tiling)
+                                  tiling, residual, other)
     return (out, stats) if return_stats else out
 
 
@@ -1098,24 +1198,90 @@ def matmul(dev, a: np.ndarray, b: np.ndarray, **kwargs):
 
 
 # --------------------------------------------------- pre-placed operands
+@dataclass(frozen=True)
+class Residual:
+    """An element-wise add folded into the convolution before it (:func:`emit_conv2d`).
+
+    The result is :func:`emit_add`'s with ``a`` the convolution's int8 output
+    and ``b`` the other operand::
+
+        out = epilogue((y << conv_lshift) + (r << other_lshift) + offset)
+
+    computed in each tile while ``y`` is still in the accumulator, with the
+    same ALU steps: one more reduction step brings ``r``'s tile into an INP
+    half (the load engine, overlapped with compute) and a GEMM adds it times
+    ``2**other_lshift`` (an int8 identity weight, :meth:`weights`); ``y`` is
+    never stored.  Exact when the convolution's own clamp keeps ``y`` within
+    int8 (then the accumulator holds what an ``ACC_8BIT`` load of the stored
+    ``y`` would) and ``other_lshift`` is at most 6 (a weight of 64);
+    :func:`emit_conv2d` refuses anything else.
+    """
+
+    conv_lshift: int = 0
+    other_lshift: int = 0
+    offset: int = 0
+    shift: int = 0
+    relu: bool = False
+    clip: tuple[int, int] | None = None
+
+    def steps(self) -> tuple[int, int, list[tuple[AluOp, int]]]:
+        """(conv_lshift, other_lshift, the ALU steps after the sum), checked."""
+        return _add_steps(self.conv_lshift, self.other_lshift, self.offset, self.shift,
+                          self.relu, self.clip)
+
+    def alu_uops(self) -> int:
+        """ALU steps per output entry: ``y``'s shift and the steps after the sum."""
+        lc, _, post = self.steps()
+        return (lc > 0) + len(post)
+
+    def weights(self, cfg: Config) -> np.ndarray:
+        """The WGT entry that adds ``r << other_lshift``: ``2**other_lshift`` times identity."""
+        return (np.eye(cfg.BLOCK_OUT, cfg.BLOCK_IN, dtype=np.int8)
+                * np.int8(1 << self.other_lshift))
+
+    def check(self, relu: bool, clip: tuple[int, int] | None) -> None:
+        """ValueError unless this add can follow a convolution with that clamp exactly."""
+        self.steps()
+        if self.other_lshift > 6:
+            raise ValueError(f"a folded add multiplies its other operand by an int8 weight: "
+                             f"other_lshift at most 6, not {self.other_lshift}")
+        lo, hi = (-(1 << 31), 1 << 31) if clip is None else clip
+        if relu:
+            lo = max(lo, 0)
+        if lo < -128 or hi > 127:
+            raise ValueError(f"a folded add needs the convolution's output clamped within "
+                             f"int8 (clip within -128..127), not {clip!r}")
+
+
 def emit_conv2d(q: CommandQueue, data_shape: Sequence[int], kernel_shape: Sequence[int],
                 data: Buffer, kernel: Buffer, out: Buffer, *,
                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
                 bias: Buffer | None = None, shift: int = 0, relu: bool = False,
-                clip: tuple[int, int] | None = None, tiling: dict | None = None) -> ConvPlan:
+                clip: tuple[int, int] | None = None, tiling: dict | None = None,
+                residual: Residual | None = None, other: Buffer | None = None,
+                identity: Buffer | None = None) -> ConvPlan:
     """Queue a packed convolution whose operands are already in device buffers.
 
     For callers that keep tensors on the device across layers (the graph
     runtime).  ``data``, ``kernel`` and ``out`` hold the packed layouts of
     :func:`conv2d_packed` for the packed shapes ``data_shape`` and
     ``kernel_shape``; ``bias`` holds int32 (O/bo, BATCH, BLOCK_OUT), one value
-    per output channel repeated over the batch lanes.  Nothing runs until
+    per output channel repeated over the batch lanes.  With ``residual``,
+    ``out`` receives the folded add of the convolution and ``other`` (int8 in
+    the output's packed layout; see :class:`Residual`), ``identity`` holding
+    :meth:`Residual.weights`.  Nothing runs until
     ``q.synchronize()``.  Returns the tiling used (:func:`plan_conv2d`).
     """
     epi, _ = _epilogue(None, 0, shift, relu, clip)
     epi = _Epilogue(bias is not None, epi.shift, epi.relu, epi.clip)
-    plan = plan_conv2d(q.cfg, data_shape, kernel_shape, stride, padding, epi.bias, tiling)
-    _emit_conv(q, plan, epi, data, kernel, bias, out)
+    if residual is not None:
+        residual.check(relu, clip)
+        if other is None or identity is None:
+            raise ValueError("a folded add (residual) needs its other operand's buffer (other) "
+                             "and its weights' (identity)")
+    plan = plan_conv2d(q.cfg, data_shape, kernel_shape, stride, padding, epi.bias, tiling,
+                       residual is not None)
+    _emit_conv(q, plan, epi, data, kernel, bias, out, residual, other, identity)
     return plan
 
 
@@ -1245,16 +1411,24 @@ def add(dev, a: np.ndarray, b: np.ndarray, *, a_lshift: int = 0, b_lshift: int =
 def conv2d_bound(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int], *,
                  stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
                  bias: bool = False, shift: int = 0, relu: bool = False,
-                 clip: tuple[int, int] | None = None) -> roofline.Bound:
+                 clip: tuple[int, int] | None = None,
+                 residual: Residual | None = None) -> roofline.Bound:
     """Lower bound in cycles of :func:`conv2d_packed` on ``cfg`` (:mod:`vta.roofline`).
 
     Packed shapes as :func:`conv2d_packed` takes them (``dense`` and
-    ``matmul``: the one-row image of :func:`dense_bound`).
+    ``matmul``: the one-row image of :func:`dense_bound`).  A folded add
+    (``residual``) adds, per output entry, its other operand's INP entry, a
+    GEMM micro-op and its ALU steps (:class:`Residual`).
     """
     epi, _ = _epilogue(None, 0, shift, relu, clip)
     work = roofline.conv2d_work(cfg, data_shape, kernel_shape, _pair("stride", stride, 1, 15),
                                 _pair("padding", padding, 0, 15), bias=bias,
                                 alu_steps=len(epi.alu_steps))
+    if residual is not None:
+        entries = work.resets  # one per output entry
+        work = work + roofline.Work(gemm_uops=entries, alu_uops=entries * residual.alu_uops(),
+                                    inp_bytes=entries * cfg.INP_ELEM_BYTES,
+                                    wgt_bytes=cfg.WGT_ELEM_BYTES)
     return roofline.bound(cfg, work)
 
 

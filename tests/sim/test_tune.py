@@ -54,22 +54,26 @@ def test_layers_of_a_network_are_its_distinct_vta_layers(layers):
     # 3x3/2 16->32, conv3 3x3 32->32, the dense layer 512->10
     assert [layer.names for layer in layers] == [("conv1",), ("conv2",), ("conv3",), ("fc",)]
     conv2 = layers[1]
-    assert conv2.shape == (1, 4, 8, 8, 8, 3, 3, 2, 2, 1, 1, True)  # 16 ch in 4-lane blocks
+    assert conv2.shape == (1, 4, 8, 8, 8, 3, 3, 2, 2, 1, 1, True, False)  # 4-lane blocks
+    assert layers[2].shape[12]  # conv3 does the residual add (vta.graph.fold)
     assert conv2.plans(TINY, 3)[0] == ops.plan_conv2d(
         TINY, conv2.data_shape, conv2.kernel_shape, conv2.stride, conv2.padding, True).tiling
     resnet = run.resnet_layers(["C4"], vta.Config.load("default"))
-    assert resnet[0].shape == (1, 4, 56, 56, 8, 1, 1, 2, 2, 0, 0, True)
+    assert resnet[0].shape == (1, 4, 56, 56, 8, 1, 1, 2, 2, 0, 0, True, False)
     with pytest.raises(run.TuneError, match="unknown layer 'C1'"):
         run.resnet_layers(["C1"], TINY)
 
 
-def test_measure_checks_the_result_and_counts_cycles(monkeypatch):
+def test_measure_checks_the_result_and_counts_cycles(layers, monkeypatch):
+    folding = run.Task("verilator", {**TINY.to_dict(), "name": "tiny"}, layers[2].shape,
+                       layers[2].plans(TINY, 1)[0])
     layer = run.resnet_layers(["C10"], TINY)[0]
     task = run.Task("verilator", {**TINY.to_dict(), "name": "tiny"}, layer.shape,
                     layer.plans(TINY, 1)[0], True)
     try:
         record = run.measure(task)
         assert record["status"] == "ok" and record["cycles"] > 0 and record["analytic"]
+        assert run.measure(folding)["status"] == "ok"  # the add checked too
         bound = ops.conv2d_bound(TINY, layer.data_shape, layer.kernel_shape, stride=2,
                                  bias=True, shift=run.SHIFT, clip=run.CLIP)
         assert record["cycles"] >= bound.cycles
@@ -103,7 +107,8 @@ def test_tune_logs_every_measure_and_each_layers_best(layers, tmp_path):
         shape = entry["shape"]
         with log.use(path):  # the planner now takes the measured best
             assert ops.plan_conv2d(TINY, shape[:4], (shape[4], shape[1], *shape[5:7]),
-                                   shape[7:9], shape[9:11], True).tiling == entry["tiling"]
+                                   shape[7:9], shape[9:11], True,
+                                   residual=shape[12]).tiling == entry["tiling"]
     info = summary.as_dict()
     assert [r["tuned_cycles"] for r in info["layers"]] == [e["cycles"] for e in entries]
     # resumed: nothing left to measure, nothing written

@@ -263,10 +263,10 @@ def test_conv2d_resnet18_tiny_preset(open_dev, rng, layer):
 
 
 # ------------------------------------------------------------- the planner's choices
-def _one_plan_per_structure(cfg, data_shape, kernel_shape, stride, pad):
+def _one_plan_per_structure(cfg, data_shape, kernel_shape, stride, pad, residual=False):
     """The best-predicted plan of every (split_kernel, loops) the planner considers."""
     seen = {}
-    for plan in ops.conv2d_plans(cfg, data_shape, kernel_shape, stride, pad, True):
+    for plan in ops.conv2d_plans(cfg, data_shape, kernel_shape, stride, pad, True, residual):
         seen.setdefault((plan.split_kernel, plan.loops), plan)
     return list(seen.values())
 
@@ -316,7 +316,7 @@ def test_planner_reads_the_tuning_log(tmp_path):
 
     cfg = vta.Config.load("default")
     shapes = ((1, 4, 14, 14), (4, 4, 3, 3))
-    key = (1, 4, 14, 14, 4, 3, 3, 1, 1, 1, 1, True)
+    key = (1, 4, 14, 14, 4, 3, 3, 1, 1, 1, 1, True, False)
     analytic = ops.plan_conv2d(cfg, *shapes, 1, 1, True)
     tuned = dict(analytic.tiling, th=7, tw=14, tcb=1, loops="oy")
     entry = {"type": "entry", "signature": log.signature(cfg), "op": "conv2d",
@@ -362,3 +362,52 @@ def test_bound_never_exceeds_a_run(open_dev, backend, rng, layer):
         assert stats.cycles is None
     else:
         assert stats.cycles >= b.cycles
+
+
+# ------------------------------------------------------------- folded residual adds
+@pytest.mark.parametrize("c, h, w, o, k, s, p", [(2, 9, 7, 3, 3, 1, 1), (2, 8, 8, 2, 1, 2, 0)])
+def test_conv2d_with_a_folded_add_equals_conv_then_add(open_dev, backend, rng, c, h, w, o, k,
+                                                       s, p):
+    """The add done in the convolution's tiles gives emit_add's result on the stored output,
+    for every loop structure the planner may pick."""
+    dev = open_dev("tiny")
+    cfg = dev.cfg
+    bi = cfg.BLOCK_IN
+    data = ops.pack_nchw(rng.integers(-128, 128, (1, c * bi, h, w), dtype=np.int8), cfg)
+    kernel = ops.pack_oihw(rng.integers(-128, 128, (o * bi, c * bi, k, k), dtype=np.int8), cfg)
+    bias = rng.integers(-3000, 3000, o * bi).astype(np.int32)
+    conv = dict(stride=s, padding=p, bias=bias, shift=7, clip=(-128, 127))
+    y = ops.conv2d_packed(dev, data, kernel, **conv)
+    other = rng.integers(-128, 128, y.shape, dtype=np.int8)
+    for res in (ops.Residual(1, 0, 1, 1, clip=(0, 127)), ops.Residual(0, 2, 0, 0, relu=True)):
+        want = ops.add(dev, y, other, a_lshift=res.conv_lshift, b_lshift=res.other_lshift,
+                       offset=res.offset, shift=res.shift, relu=res.relu, clip=res.clip)
+        plans = _one_plan_per_structure(cfg, data.shape, kernel.shape, s, p, residual=True)
+        for plan in plans[:6 if backend != "icarus" else 1]:
+            got, stats = ops.conv2d_packed(dev, data, kernel, **conv, residual=res, other=other,
+                                           tiling=plan.tiling, return_stats=True)
+            np.testing.assert_array_equal(got, want, err_msg=str(plan.tiling))
+        b = ops.conv2d_bound(cfg, data.shape, kernel.shape, **dict(conv, bias=True),
+                             residual=res)
+        assert stats.gemm_uops == b.work.gemm_uops  # the convolution's and one per entry
+        assert stats.acc8_load_bytes == 0 and stats.alu_uops >= b.work.alu_uops
+
+
+def test_folded_add_refusals(device):
+    cfg = device.cfg
+    data = np.zeros((1, 1, 4, 4, cfg.BATCH, cfg.BLOCK_IN), np.int8)
+    kernel = np.zeros((1, 1, 3, 3, cfg.BLOCK_OUT, cfg.BLOCK_IN), np.int8)
+    other = np.zeros((1, 1, 4, 4, cfg.BATCH, cfg.BLOCK_OUT), np.int8)
+    with pytest.raises(ValueError, match="other_lshift at most 6, not 7"):
+        ops.conv2d_packed(device, data, kernel, padding=1, clip=(-128, 127),
+                          residual=ops.Residual(other_lshift=7), other=other)
+    with pytest.raises(ValueError, match=r"clamped within int8 \(clip within -128\.\.127\), "
+                                         r"not \(-200, 127\)"):
+        ops.conv2d_packed(device, data, kernel, padding=1, clip=(-200, 127),
+                          residual=ops.Residual(), other=other)
+    with pytest.raises(ValueError, match="clamped within int8"):
+        ops.conv2d_packed(device, data, kernel, padding=1, residual=ops.Residual(),
+                          other=other)  # no clamp at all
+    with pytest.raises(ValueError, match=r"must have the output's packed shape"):
+        ops.conv2d_packed(device, data, kernel, padding=1, clip=(-128, 127),
+                          residual=ops.Residual(), other=other[:, :, :2])

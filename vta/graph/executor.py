@@ -38,6 +38,7 @@ import numpy as np
 from .. import ops, roofline
 from ..driver.host import Buffer, RunStats
 from ..runtime import CommandQueue
+from . import fold
 from .ir import Graph, GraphError, Node, pow2_shift
 from .reference import add_shifts, check_feeds, eval_node, infer_shapes
 
@@ -289,11 +290,16 @@ class Executor:
         Build each VTA node's instruction stream once per plan and replay it
         (its micro-ops and instructions, as written to the staging buffers) on
         later runs; ``False`` builds the streams on every run.
+    fold_adds : bool
+        Do a residual add inside the convolution that produces one of its
+        operands when it can (:mod:`vta.graph.fold`); ``False`` runs every add
+        on its own.
     """
 
     def __init__(self, graph: Graph, device, *, cpu_nodes: Sequence[str] = (),
                  max_channel_waste: float = MAX_CHANNEL_WASTE,
-                 queue_options: dict | None = None, replay: bool = True):
+                 queue_options: dict | None = None, replay: bool = True,
+                 fold_adds: bool = True):
         self.graph = graph
         self.dev = device
         self.cfg = device.cfg
@@ -306,6 +312,7 @@ class Executor:
         self.max_channel_waste = max_channel_waste
         self.queue_options = dict(queue_options or {})
         self.replay = replay
+        self.fold_adds = fold_adds
         self._shapes_key: tuple | None = None
         self._buffers: list[Buffer] = []
         self._queue: CommandQueue | None = None
@@ -384,13 +391,30 @@ class Executor:
     def vta_layers(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple]:
         """Every conv and dense node VTA would run for these input shapes.
 
-        ``{node name: (data shape, kernel shape, stride, padding)}``, packed
-        shapes as :func:`vta.ops.plan_conv2d` takes them (``vta tune`` tunes
-        these layers).
+        ``{node name: (data shape, kernel shape, stride, padding, folds an add)}``,
+        packed shapes as :func:`vta.ops.plan_conv2d` takes them (``vta tune``
+        tunes these layers).
         """
         shapes = infer_shapes(self.graph, dict(input_shapes))
-        return {n.name: self._conv_shapes(n, shapes) for n in self.graph.nodes
-                if n.op in ("conv", "dense") and not self.placement(n, shapes)}
+        on_vta, taken = self._placed(shapes)
+        return {n.name: (*self._conv_shapes(n, shapes), n.name in taken)
+                for n in self.graph.nodes if n.op in ("conv", "dense") and n.name in on_vta}
+
+    def _placed(self, shapes) -> tuple[set[str], dict[str, fold.Fold]]:
+        """(the nodes on VTA, the adds folded into convolutions by conv name)."""
+        on_vta = {n.name for n in self.graph.nodes if not self.placement(n, shapes)}
+
+        def fits(f: fold.Fold) -> bool:
+            conv = self.graph.node(f.conv)
+            try:
+                self._residual(f).check(False, (conv.attrs["lo"], conv.attrs["hi"]))
+                data, kernel, stride, pad = self._conv_shapes(conv, shapes)
+                ops.plan_conv2d(self.cfg, data, kernel, stride, pad, bias=True, residual=True)
+            except ValueError:
+                return False
+            return True
+
+        return on_vta, (fold.folds(self.graph, on_vta, fits) if self.fold_adds else {})
 
     # --------------------------------------------------------------- plan
     def _prepare(self, shapes: dict[str, tuple[int, ...]]) -> None:
@@ -401,21 +425,25 @@ class Executor:
         g, cfg, dev = self.graph, self.cfg, self.dev
         self.shapes = infer_shapes(g, shapes)
         self.reasons = {n.name: self.placement(n, self.shapes) for n in g.nodes}
-        on_vta = {n.name for n in g.nodes if not self.reasons[n.name]}
+        on_vta, self.folded = self._placed(self.shapes)
         self.on_vta = on_vta
+        self.io = fold.io(g, self.folded)  # what each node reads and writes as it runs
         # device tensors: born at their producer's step (-1: graph inputs), free after
         # their last VTA reader (a VTA output read by the CPU is read back in its own step)
-        producer = {n.output: i for i, n in enumerate(g.nodes)}
+        producer = {self.io[n.name][1]: i for i, n in enumerate(g.nodes)
+                    if self.io[n.name][1] is not None}
         born: dict[str, int] = {}
         last_use: dict[str, int] = {}
         for i, n in enumerate(g.nodes):
             if n.name in on_vta:
-                for v in (*n.inputs, n.output):
+                ins, out = self.io[n.name]
+                for v in (*ins, *([] if out is None else [out])):
                     born[v] = producer.get(v, -1)
                     last_use[v] = i
         users = g.consumers()
-        self.read_back = {n.output for n in g.nodes if n.name in on_vta and (
-            n.output in g.outputs or any(u.name not in on_vta for u in users[n.output]))}
+        outs = {self.io[n.name][1] for n in g.nodes if n.name in on_vta} - {None}
+        self.read_back = {v for v in outs if v in g.outputs
+                          or any(u.name not in on_vta for u in users[v])}
         self.dev_buf: dict[str, Buffer] = {}
         free: list[Buffer] = []
         unshared = 0
@@ -437,7 +465,7 @@ class Executor:
         self.steps: dict[str, _VtaStep] = {}
         weight_bytes = 0
         for n in g.nodes:
-            if n.name in on_vta:
+            if n.name in on_vta and self.io[n.name][1] is not None:
                 step = self._prepare_node(n)
                 weight_bytes += sum(b.nbytes for b in step.bufs)
                 self.steps[n.name] = step
@@ -487,10 +515,22 @@ class Executor:
                                    (kernel[0], cfg.BATCH, cfg.BLOCK_OUT)).astype("<i4")
         bufs = [self._upload(packed_w), self._upload(packed_b)]
         args = {"data_shape": data, "kernel_shape": kernel, "stride": stride, "padding": pad,
-                "shift": s, "clip": (a["lo"], a["hi"])}
+                "shift": s, "clip": (a["lo"], a["hi"]), "residual": None}
+        if n.name in self.folded:
+            args["residual"] = self._residual(self.folded[n.name])
+            bufs.append(self._upload(args["residual"].weights(cfg)))
         bound = ops.conv2d_bound(cfg, data, kernel, stride=stride, padding=pad, bias=True,
-                                 shift=s, clip=args["clip"])
+                                 shift=s, clip=args["clip"], residual=args["residual"])
         return _VtaStep(n, "conv", args, bufs, bound)
+
+    def _residual(self, f: fold.Fold) -> ops.Residual:
+        """The folded add ``f`` as the convolution's :class:`~vta.ops.Residual`."""
+        add = self.graph.node(f.add)
+        qs = (self.graph.values[v].qtype for v in (*add.inputs, add.output))
+        shifts = add_shifts(*qs)
+        s = shifts[2]
+        return ops.Residual(shifts[f.operand], shifts[1 - f.operand],
+                            (1 << (s - 1)) if s else 0, s, clip=(add.attrs["lo"], add.attrs["hi"]))
 
     def _run_step(self, step: _VtaStep, ins: list[Buffer], out: Buffer) -> RunStats | None:
         """Build and run a VTA node's stream, or replay what its first run wrote and ran."""
@@ -509,7 +549,9 @@ class Executor:
             a = step.args
             ops.emit_conv2d(q, a["data_shape"], a["kernel_shape"], ins[0], step.bufs[0], out,
                             stride=a["stride"], padding=a["padding"], bias=step.bufs[1],
-                            shift=a["shift"], clip=a["clip"])
+                            shift=a["shift"], clip=a["clip"], residual=a["residual"],
+                            other=ins[1] if a["residual"] is not None else None,
+                            identity=step.bufs[2] if a["residual"] is not None else None)
         else:
             ops.emit_add(q, ins[0], ins[1], out, **step.args)
         q.synchronize()
@@ -529,6 +571,11 @@ class Executor:
         if a["shift"]:
             parts.append(f"round, >>{a['shift']}")
         parts.append(f"clip {a['clip'][0]}..{a['clip'][1]}")
+        r = a.get("residual")
+        if r is not None:
+            parts.append(f"+ the add: y<<{r.conv_lshift} + other<<{r.other_lshift}"
+                         + (f", round, >>{r.shift}" if r.shift else "")
+                         + f", clip {r.clip[0]}..{r.clip[1]}")
         return ", ".join(parts)
 
     # ---------------------------------------------------------------- run
@@ -556,17 +603,20 @@ class Executor:
                 host[v] = unpack(raw.view(np.int8).reshape(shape), self.shapes[v])
             return host[v]
 
+        folded_into = {f.add: f.conv for f in self.folded.values()}
         for n in g.nodes:
             t0 = time.perf_counter()
-            if n.name in self.on_vta:
-                for v in n.inputs:
+            ins, out = self.io[n.name]
+            if n.name in folded_into:
+                rec = NodeReport(n.name, n.op, "vta", epilogue=f"folded into {folded_into[n.name]}")
+            elif n.name in self.on_vta:
+                for v in ins:
                     to_device(v)
                 step = self.steps[n.name]
-                stats = self._run_step(step, [self.dev_buf[v] for v in n.inputs],
-                                       self.dev_buf[n.output])
-                on_device.add(n.output)
-                if n.output in self.read_back:
-                    to_host(n.output)
+                stats = self._run_step(step, [self.dev_buf[v] for v in ins], self.dev_buf[out])
+                on_device.add(out)
+                if out in self.read_back:
+                    to_host(out)
                 macs = 0
                 if n.op in ("conv", "dense"):
                     w = n.attrs["weight"]

@@ -42,8 +42,10 @@ from . import log as tuning_log
 __all__ = ["Layer", "Summary", "Task", "TuneError", "close_devices", "layers_of", "measure",
            "resnet_layers", "tune"]
 
-#: Measured epilogue of every candidate run (the planner's key does not include it).
+#: Measured epilogue of every candidate run (the planner's key does not include it), and the
+#: add folded into a layer that folds one (ResNet's most common: (2y + r + 1) >> 1, ReLU).
 SHIFT, CLIP = 8, (0, 127)
+RESIDUAL = ops.Residual(conv_lshift=1, offset=1, shift=1, clip=(0, 127))
 
 
 class TuneError(VTAError):
@@ -54,7 +56,7 @@ class TuneError(VTAError):
 class Layer:
     """A distinct layer to tune: its planner key and the nodes that have it."""
 
-    shape: tuple  # (nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, bias): vta.ops.plan_conv2d's key
+    shape: tuple  # (nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, bias, residual): plan_conv2d's key
     names: tuple[str, ...] = ()
 
     @property
@@ -77,14 +79,14 @@ class Layer:
     @property
     def label(self) -> str:
         """``CBxHxW:OB KHxKW/S``: blocks of input channels, rows, columns, output blocks,
-        kernel, stride."""
-        nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, _ = self.shape
-        return f"{cb}x{h}x{w}:{ob} {kh}x{kw}/{sh}"
+        kernel, stride (``+add``: a residual add folded in)."""
+        nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, _, residual = self.shape
+        return f"{cb}x{h}x{w}:{ob} {kh}x{kw}/{sh}" + (" +add" if residual else "")
 
     def plans(self, cfg: Config, candidates: int) -> list[dict[str, Any]]:
         """The tilings to measure: the analytic plan first, then the best predicted others."""
         plans = ops.conv2d_plans(cfg, self.data_shape, self.kernel_shape, self.stride,
-                                 self.padding, self.shape[11])
+                                 self.padding, self.shape[11], self.shape[12])
         return [p.tiling for p in plans[:candidates]]
 
 
@@ -128,8 +130,8 @@ def layers_of(model: Any, cfg: Config, input_shapes: Mapping[str, tuple] | None 
     with open_device("golden", cfg) as dev, Executor(g, dev) as ex:
         found = ex.vta_layers(input_shapes)
     by_key: dict[tuple, list[str]] = {}
-    for name, (data, kernel, stride, pad) in found.items():
-        key = ops._layer(data, kernel, stride, pad, True)
+    for name, (data, kernel, stride, pad, residual) in found.items():
+        key = ops._layer(data, kernel, stride, pad, True, residual)
         by_key.setdefault(key, []).append(name)
     return [Layer(key, tuple(names)) for key, names in by_key.items()]
 
@@ -174,9 +176,10 @@ def close_devices() -> int:
     return n
 
 
-def _reference(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, stride, pad
-               ) -> np.ndarray:
-    """The layer's exact result on packed operands, in NumPy (int64 sums, then the epilogue)."""
+def _reference(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, stride, pad,
+               other: np.ndarray | None = None) -> np.ndarray:
+    """The layer's exact result on packed operands, in NumPy (int64 sums, then the epilogue;
+    with ``other``, :data:`RESIDUAL`'s add of it)."""
     nb, cb, h, w, b, bi = data.shape
     ob, _, kh, kw, bo, _ = kernel.shape
     x = data.transpose(0, 4, 1, 5, 2, 3).reshape(nb * b, cb * bi, h, w).astype(np.float64)
@@ -192,7 +195,12 @@ def _reference(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, stride, p
     acc = acc.astype(np.int64) + bias[None, :, None, None]  # exact: |sum| < 2**53
     acc = (acc + (1 << 31)) % (1 << 32) - (1 << 31)  # int32 accumulators wrap
     y = np.clip(acc >> SHIFT, *CLIP).astype(np.int8)
-    return y.reshape(nb, b, ob, bo, oh, ow).transpose(0, 2, 4, 5, 1, 3)
+    y = y.reshape(nb, b, ob, bo, oh, ow).transpose(0, 2, 4, 5, 1, 3)
+    if other is None:
+        return y
+    r = RESIDUAL
+    total = (y.astype(np.int64) << r.conv_lshift) + (other.astype(np.int64) << r.other_lshift)
+    return np.clip((total + r.offset) >> r.shift, *r.clip).astype(np.int8)
 
 
 def measure(task: Task) -> dict[str, Any]:
@@ -205,6 +213,9 @@ def measure(task: Task) -> dict[str, Any]:
     data = rng.integers(-128, 128, (nb, cb, h, w, b, bi), dtype=np.int8)
     kernel = rng.integers(-128, 128, (ob, cb, kh, kw, bo, bi), dtype=np.int8)
     bias = rng.integers(-(1 << 12), 1 << 12, ob * bo).astype(np.int32)
+    residual = RESIDUAL if task.shape[12] else None
+    oh, ow = ops.conv2d_output_shape(h, w, kh, kw, layer.stride, layer.padding)
+    other = rng.integers(-128, 128, (nb, ob, oh, ow, b, bo), dtype=np.int8) if residual else None
     record = {"type": "measure", "signature": tuning_log.signature(cfg), "config": cfg.name,
               "op": "conv2d", "shape": list(task.shape), "tiling": task.tiling,
               "analytic": task.analytic, "backend": task.backend, "vta": __version__,
@@ -214,11 +225,13 @@ def measure(task: Task) -> dict[str, Any]:
         dev = _device(task.backend, cfg)
         out, stats = ops.conv2d_packed(dev, data, kernel, stride=layer.stride,
                                        padding=layer.padding, bias=bias, shift=SHIFT, clip=CLIP,
-                                       return_stats=True, tiling=task.tiling)
+                                       return_stats=True, tiling=task.tiling,
+                                       residual=residual, other=other)
     except (VTAError, ValueError) as exc:
         return {**record, "status": "error", "message": f"{type(exc).__name__}: {exc}"}
     record["seconds"] = time.perf_counter() - start
-    if not np.array_equal(out, _reference(data, kernel, bias, layer.stride, layer.padding)):
+    if not np.array_equal(out, _reference(data, kernel, bias, layer.stride, layer.padding,
+                                          other)):
         return {**record, "status": "wrong", "message": "the output differs from NumPy's"}
     if stats.cycles is None:
         return {**record, "status": "error", "message": f"the {task.backend} backend counts "
@@ -271,7 +284,8 @@ class Summary:
             best, analytic = r.best, r.analytic
             bound = ops.conv2d_bound(self.cfg, r.layer.data_shape, r.layer.kernel_shape,
                                      stride=r.layer.stride, padding=r.layer.padding,
-                                     bias=r.layer.shape[11], shift=SHIFT, clip=CLIP)
+                                     bias=r.layer.shape[11], shift=SHIFT, clip=CLIP,
+                                     residual=RESIDUAL if r.layer.shape[12] else None)
             rows.append({"layer": r.layer.label, "nodes": list(r.layer.names),
                          "shape": list(r.layer.shape), "candidates": r.expected,
                          "measured": len(r.ok), "bound": bound.cycles,
