@@ -16,7 +16,9 @@ of two (weights per tensor from their largest magnitude, activations from
 their largest value on the training set), int32 biases; so every
 requantization is a shift that VTA's ALU does.  Export: QDQ ONNX through
 :class:`vta.graph.export.ModelBuilder`, written to ``vta/graph/data/digits.onnx``
-with the held-out split beside it (``digits_test.npz``, the demo's images).
+with the held-out split beside it (``digits_test.npz``, the demo's images, and
+256 training images for calibration); the float network as ``digits_float.onnx``
+(the input of ``vta graph quantize``).
 
 Prints the accuracy on the held-out split of the float model, the int8
 reference (:func:`vta.graph.run_reference`) and onnxruntime (when installed).
@@ -195,6 +197,45 @@ def export(net: Net, calib: np.ndarray, form: str = "qdq"):
     return b.build()
 
 
+def export_float(net: Net):
+    """The float network as ONNX (Conv, Relu, Add, Flatten, Gemm), for onnxruntime's quantizer."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits, nodes = [], []
+
+    def const(array: np.ndarray, name: str) -> str:
+        inits.append(numpy_helper.from_array(array.astype(np.float32), name))
+        return name
+
+    def conv(x: str, layer: Conv, out: str) -> str:
+        nodes.append(helper.make_node(
+            "Conv", [x, const(layer.w, f"{layer.name}.w"), const(layer.b, f"{layer.name}.b")],
+            [out], name=layer.name, kernel_shape=[layer.k, layer.k],
+            strides=[layer.stride] * 2, pads=[layer.pad] * 4))
+        return out
+
+    def relu(x: str, out: str) -> str:
+        nodes.append(helper.make_node("Relu", [x], [out], name=f"{out}.relu"))
+        return out
+
+    a1 = relu(conv("input", net.conv1, "c1"), "a1")
+    a2 = relu(conv(a1, net.conv2, "c2"), "a2")
+    c3 = conv(a2, net.conv3, "c3")
+    nodes.append(helper.make_node("Add", [a2, c3], ["s3"], name="residual"))
+    a3 = relu("s3", "a3")
+    nodes.append(helper.make_node("Flatten", [a3], ["flat"], name="flatten", axis=1))
+    nodes.append(helper.make_node("Gemm", ["flat", const(net.fc.w, "fc.w"),
+                                           const(net.fc.b, "fc.b")], ["logits"], name="fc",
+                                  transB=1))
+    graph = helper.make_graph(
+        nodes, "digits_float",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 8, 8])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=40)
@@ -229,7 +270,12 @@ def main() -> None:
         model.metadata_props.add(key=key, value=value)
     args.out.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(args.out / "digits.onnx"))
-    np.savez_compressed(args.out / "digits_test.npz", images=x_te, labels=y_te.astype(np.uint8))
+    float_model = export_float(net)
+    for key, value in meta.items():
+        float_model.metadata_props.add(key=key, value=value)
+    onnx.save(float_model, str(args.out / "digits_float.onnx"))
+    np.savez_compressed(args.out / "digits_test.npz", images=x_te, labels=y_te.astype(np.uint8),
+                        calib=x_tr[:256])
     g = graph.load_onnx(model)
     ref = graph.run_reference(g, {"input": to_float(x_te)})["logits"]
     rows = [("float (NumPy)", float_acc), ("int8 reference", float((ref.argmax(1) == y_te).mean()))]

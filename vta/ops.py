@@ -69,7 +69,18 @@ Element-wise add (a residual connection) runs on the ALU alone::
 Both operands are cut into tiles of a quarter of the ACC buffer: the compute
 engine loads the tile of ``a`` and of ``b`` into one ACC half (LOADs of ACC
 belong to the compute stage), runs the ALU steps, and the store engine drains
-the half while compute fills the other one.
+the half while compute fills the other one.  ``emit_add`` also takes any ALU
+steps per operand and after the sum (a fixed-point add with zero points).
+
+General epilogues (:class:`Epilogue`, for :func:`emit_conv2d`): per-channel
+int32 rows (a bias, multipliers, shifts, corrections; kept at the top of the
+accumulator for the whole stream when they fit, else loaded beside each
+tile), ``ADD`` of a row over output rectangles, then ALU steps with
+immediates or with a row as the tensor source (``MUL``, ``SHR`` per channel).
+
+Pooling (:func:`emit_pool2d`) runs on the ALU too: input rows loaded into the
+accumulator (``ACC_8BIT``), one ``MAX`` or ``ADD`` per window position over
+the outputs whose window has that position inside the input, then ALU steps.
 """
 
 from __future__ import annotations
@@ -99,6 +110,8 @@ from .runtime import (
 from .tune import log as tuning_log
 
 __all__ = [
+    "Epilogue",
+    "PoolPlan",
     "Residual",
     "add",
     "add_bound",
@@ -110,10 +123,13 @@ __all__ = [
     "dense_bound",
     "emit_add",
     "emit_conv2d",
+    "emit_pool2d",
     "matmul",
     "pack_nchw",
     "pack_oihw",
     "plan_conv2d",
+    "plan_pool2d",
+    "pool2d_bound",
     "unpack_nchw",
 ]
 
@@ -197,26 +213,60 @@ def _pair(name: str, value: int | Sequence[int], lo: int, hi: int) -> tuple[int,
 
 # --------------------------------------------------------------- epilogue
 @dataclass(frozen=True)
-class _Epilogue:
-    bias: bool
-    shift: int
-    relu: bool
-    clip: tuple[int, int] | None
+class Epilogue:
+    """The ALU steps that finish a convolution tile after its accumulation.
+
+    Attributes
+    ----------
+    rows : int
+        Per-output-channel int32 rows the operator loads into the accumulator
+        beside each tile: a buffer of ``rows`` x (O/bo, BATCH, BLOCK_OUT) int32,
+        row-major (e.g. a bias, per-channel multipliers and shifts).
+    regions : tuple of (row, oh0, oh1, ow0, ow1)
+        ``ADD`` of that row over the output rectangle ``[oh0, oh1) x [ow0, ow1)``
+        (e.g. a zero point's correction where the window overlaps the
+        padding), done first.
+    steps : tuple of (AluOp, value, from_row)
+        ALU ops over the whole tile, in order: with the immediate ``value``, or
+        (``from_row``) the tensor op whose source is row ``value``.
+    """
+
+    rows: int = 0
+    regions: tuple[tuple[int, int, int, int, int], ...] = ()
+    steps: tuple[tuple[AluOp, int, bool], ...] = ()
 
     @property
     def alu_steps(self) -> list[tuple[AluOp, int]]:
-        steps = []
-        if self.shift:
-            steps.append((AluOp.SHR, self.shift))
-        if self.relu:
-            steps.append((AluOp.MAX, 0))
-        if self.clip is not None:
-            steps += [(AluOp.MAX, self.clip[0]), (AluOp.MIN, self.clip[1])]
-        return steps
+        """The immediate steps (for the old bias / shift / ReLU / clip form)."""
+        return [(op, v) for op, v, row in self.steps if not row]
+
+    def check(self) -> None:
+        """ValueError naming a step whose immediate or row is out of range."""
+        for op, value, row in self.steps:
+            if row and not 0 <= value < self.rows:
+                raise ValueError(f"epilogue step {op.name} reads row {value}, but there are "
+                                 f"{self.rows} rows")
+            if not row and not _IMM_MIN <= value <= _IMM_MAX:
+                raise ValueError(f"epilogue step {op.name} {value}: ALU immediates are 16-bit")
+        for region in self.regions:
+            if not 0 <= region[0] < self.rows:
+                raise ValueError(f"epilogue region {region} reads a row beyond {self.rows}")
+
+
+def _simple_epilogue(bias: bool, shift: int, relu: bool, clip: tuple[int, int] | None
+                     ) -> Epilogue:
+    steps = [(AluOp.ADD, 0, True)] if bias else []
+    if shift:
+        steps.append((AluOp.SHR, shift, False))
+    if relu:
+        steps.append((AluOp.MAX, 0, False))
+    if clip is not None:
+        steps += [(AluOp.MAX, clip[0], False), (AluOp.MIN, clip[1], False)]
+    return Epilogue(int(bias), (), tuple(steps))
 
 
 def _epilogue(bias: np.ndarray | None, n_out: int, shift: int, relu: bool,
-              clip: tuple[int, int] | None) -> tuple[_Epilogue, np.ndarray | None]:
+              clip: tuple[int, int] | None) -> tuple[Epilogue, np.ndarray | None]:
     if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)) or not 0 <= shift <= 31:
         raise ValueError(f"shift must be an integer in 0..31, not {shift!r}")
     if clip is not None:
@@ -238,7 +288,7 @@ def _epilogue(bias: np.ndarray | None, n_out: int, shift: int, relu: bool,
         if bias.min(initial=0) < -(1 << 31) or bias.max(initial=0) >= 1 << 31:
             raise ValueError("bias values must fit int32")
         bias = bias.astype(np.int32)
-    return _Epilogue(bias is not None, int(shift), bool(relu), clip), bias
+    return _simple_epilogue(bias is not None, int(shift), bool(relu), clip), bias
 
 
 # ---------------------------------------------------------------- tiling
@@ -333,15 +383,15 @@ class _Regions:
     inp_half: int
     wgt_half: int
     acc_half: int
-    bias_base: int | None  # where the whole bias stays for the stream (None: none, or per tile)
-    tile_bias: bool  # each tile loads its bias at the top of its ACC half
+    rows_base: int | None  # where the epilogue's rows stay for the stream (None: per tile)
+    tile_rows: int  # rows each tile loads at the top of its ACC half (0: resident, or none)
     residual: bool = False  # a folded add: its operand's tile beside the last window, W_id atop
 
     def fits(self, tob: int, entries: int, window: int = 0) -> bool:
         """Whether a tile of ``entries`` (``tob`` channel blocks) fits an ACC half and its
         chunk's input ``window`` an INP half (with a folded add, beside the other operand's
         tile)."""
-        return (entries + (tob if self.tile_bias else 0) <= self.acc_half
+        return (entries + tob * self.tile_rows <= self.acc_half
                 and window + (entries if self.residual else 0) <= self.inp_half)
 
     @property
@@ -350,12 +400,12 @@ class _Regions:
         return self.wgt_half - (1 if self.residual else 0)
 
 
-def _regions(cfg: Config, ob: int, bias: bool, residual: bool = False) -> _Regions:
+def _regions(cfg: Config, ob: int, rows: int, residual: bool = False) -> _Regions:
     acc = min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH)
-    resident = bias and ob <= acc // 8  # the whole bias at the top of ACC, loaded once
+    resident = rows and rows * ob <= acc // 8  # every row at the top of ACC, loaded once
     return _Regions(cfg.INP_BUFF_DEPTH // 2, cfg.WGT_BUFF_DEPTH // 2,
-                    min((acc - (ob if resident else 0)) // 2, _LOOP_MAX),
-                    acc - ob if resident else None, bias and not resident, residual)
+                    min((acc - (rows * ob if resident else 0)) // 2, _LOOP_MAX),
+                    acc - rows * ob if resident else None, 0 if resident else rows, residual)
 
 
 def _gemm_axes(p: ConvPlan, tob: int, th: int, tw: int, tih: int,
@@ -419,12 +469,12 @@ def _sizes(n: int, t: int) -> list[tuple[int, int]]:
 class _Model:
     """The planner's RTL cost model for one layer (see :func:`predict_cycles`)."""
 
-    def __init__(self, cfg: Config, shape: tuple, bias: bool, alu_steps: int = 3,
+    def __init__(self, cfg: Config, shape: tuple, rows: int, alu_steps: int = 3,
                  residual: bool = False):
         (self.nb, self.cb, self.h, self.w, self.ob, self.kh, self.kw, self.oh, self.ow,
          self.sh, self.sw, self.ph, self.pw) = shape
-        self.bias, self.alu_steps = bias, alu_steps
-        self.regions = _regions(cfg, self.ob, bias, residual)
+        self.rows, self.alu_steps = rows, alu_steps
+        self.regions = _regions(cfg, self.ob, rows, residual)
         bus = cfg.BUS_BYTES
         self.inp, self.wgt, self.acc, self.out = (
             max(1.0, cfg.elem_bytes_of(m) / bus) for m in ("INP", "WGT", "ACC", "OUT"))
@@ -439,7 +489,7 @@ class _Model:
         total = 0.0
         first_load = None
         kernel_uops = 0
-        epilogue = self.alu_steps + self.bias
+        epilogue = self.alu_steps + (1 if self.rows else 0)
         for (tob, n_o), (th, n_h), (tw, n_w) in itertools.product(
                 _sizes(self.ob, tob_), _sizes(self.oh, th_), _sizes(self.ow, tw_)):
             entries = tob * th * tw
@@ -461,8 +511,8 @@ class _Model:
             else:
                 w_share = w_load
             c_tile = entries + _C_INSN + epilogue * (entries + _C_INSN)
-            if self.regions.tile_bias:
-                c_tile += _C_LOAD + tob * self.acc
+            if self.regions.tile_rows:
+                c_tile += _C_LOAD + tob * self.regions.tile_rows * self.acc
             if self.regions.residual:  # its GEMM and about four ALU steps
                 c_tile += 5 * (entries + _C_INSN)
             s_tile = (1 if tw == self.ow else tob) * _C_STORE + entries * self.out
@@ -473,12 +523,12 @@ class _Model:
         if kernel_uops > self.uop_depth:  # not preloaded: micro-op loads wait mid-stream
             preload = tiles_pix * -(-self.ob // tob_) * chunks * n_gemm * _C_KERNEL_LOAD
         else:
-            preload = kernel_uops + (self.ob * self.acc if self.regions.bias_base is not None
-                                     else 0)
+            preload = kernel_uops + (self.rows * self.ob * self.acc
+                                     if self.regions.rows_base is not None else 0)
         return total + first_load + preload
 
 
-def predict_cycles(cfg: Config, p: ConvPlan, bias: bool = True, alu_steps: int = 3,
+def predict_cycles(cfg: Config, p: ConvPlan, bias: bool | int = True, alu_steps: int = 3,
                    residual: bool = False) -> float:
     """Cycles the RTL should take for plan ``p`` (the planner's cost model).
 
@@ -487,13 +537,14 @@ def predict_cycles(cfg: Config, p: ConvPlan, bias: bool = True, alu_steps: int =
     GEMMs; every instruction costs a few cycles beyond its micro-ops or bytes
     and every GEMM reads its kernel once (the RTL's range check); the tile's
     reset and ALU epilogue and the first step's loads add up; the stores
-    overlap the next tile.  ``alu_steps`` counts the epilogue's ALU steps
-    after the bias; ``residual``: a folded add (:class:`Residual`) follows.  A
-    ranking, not a promise: `vta tune` measures.
+    overlap the next tile.  ``bias``: the epilogue's per-channel rows
+    (:attr:`Epilogue.rows`; ``True`` is one); ``alu_steps`` counts its ALU steps
+    after the first row's ADD; ``residual``: a folded add (:class:`Residual`)
+    follows.  A ranking, not a promise: `vta tune` measures.
     """
     shape = (p.nb, p.cb, p.h, p.w, p.ob, p.kh, p.kw, p.oh, p.ow, p.sh, p.sw, p.ph, p.pw)
-    return _Model(cfg, shape, bias, alu_steps, residual).cycles(p.tob, p.th, p.tw, p.tcb,
-                                                                p.split_kernel, p.loops)
+    return _Model(cfg, shape, int(bias), alu_steps, residual).cycles(
+        p.tob, p.th, p.tw, p.tcb, p.split_kernel, p.loops)
 
 
 def _fits(cfg: Config, regions: _Regions, p: ConvPlan) -> bool:
@@ -541,7 +592,7 @@ def _host_cost(cfg: Config, p: ConvPlan) -> float:
 
 @functools.lru_cache(maxsize=256)
 def _plans(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: int,
-           sh: int, sw: int, ph: int, pw: int, bias: bool,
+           sh: int, sw: int, ph: int, pw: int, rows: int,
            residual: bool = False) -> tuple[ConvPlan, ...]:
     """Every tiling worth considering, the planner's choice first, then by predicted cycles.
 
@@ -549,9 +600,9 @@ def _plans(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: 
     are within 3% of the best, the cheapest for the golden model to run.
     """
     oh, ow = conv2d_output_shape(h, w, kh, kw, (sh, sw), (ph, pw))
-    regions = _regions(cfg, ob, bias, residual)
+    regions = _regions(cfg, ob, rows, residual)
     shape = (nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw)
-    model = _Model(cfg, shape, bias, residual=residual)
+    model = _Model(cfg, shape, rows, residual=residual)
     found: list[tuple] = []
     for tcb in reversed(_divisors(cb)):
         for tob in _candidates(ob):
@@ -588,9 +639,9 @@ def _plans(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: 
 
 
 def _layer(data_shape: Sequence[int], kernel_shape: Sequence[int], stride, padding,
-           bias: bool, residual: bool = False) -> tuple:
+           rows: bool | int, residual: bool = False) -> tuple:
     """The checked layer key of a packed convolution: (nb, cb, h, w, ob, kh, kw, sh, sw, ph,
-    pw, bias, residual)."""
+    pw, rows, residual); ``rows`` as :attr:`Epilogue.rows` (a bias: 1)."""
     nb, cb, h, w = data_shape[:4]
     ob, cb2, kh, kw = kernel_shape[:4]
     if cb2 != cb:
@@ -614,16 +665,18 @@ def _layer(data_shape: Sequence[int], kernel_shape: Sequence[int], stride, paddi
                          f"{cb * kh * kw} weight entries per output block: LOAD strides are "
                          f"16-bit, so at most {_MAX_STRIDE}")
     return (int(nb), int(cb), int(h), int(w), int(ob), int(kh), int(kw), sh, sw, ph, pw,
-            bool(bias), bool(residual))
+            int(rows), bool(residual))
 
 
 def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
-                bias: bool = False, tiling: dict[str, Any] | None = None,
+                bias: bool | int = False, tiling: dict[str, Any] | None = None,
                 residual: bool = False) -> ConvPlan:
     """The tiling :func:`conv2d_packed` uses for packed shapes ``data_shape`` / ``kernel_shape``.
 
-    ``tiling`` (the :attr:`ConvPlan.tiling` of another plan) asks for given
+    ``bias``: the per-channel rows the epilogue keeps in the accumulator
+    (:attr:`Epilogue.rows`; ``True`` is one, a bias).  ``tiling`` (the
+    :attr:`ConvPlan.tiling` of another plan) asks for given
     choices; otherwise the active tuning log's entry for this layer is used
     when it has one (:mod:`vta.tune`), else the best plan of the cost model
     (:func:`predict_cycles`).  ``residual``: a folded add (:class:`Residual`)
@@ -643,7 +696,7 @@ def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[i
 
 def conv2d_plans(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
                  stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
-                 bias: bool = False, residual: bool = False) -> tuple[ConvPlan, ...]:
+                 bias: bool | int = False, residual: bool = False) -> tuple[ConvPlan, ...]:
     """Every plan of the planner's search space for this layer, its choice first, then by
     predicted cycles."""
     return _plans(cfg, *_layer(data_shape, kernel_shape, stride, padding, bias, residual))
@@ -651,7 +704,7 @@ def conv2d_plans(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[
 
 def _tiled(cfg: Config, shape: tuple, tiling: dict[str, Any]) -> ConvPlan:
     """The plan for ``shape`` with the given choices (ValueError when they do not fit)."""
-    nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, bias, residual = shape
+    nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, rows, residual = shape
     oh, ow = conv2d_output_shape(h, w, kh, kw, (sh, sw), (ph, pw))
     try:
         plan = ConvPlan(nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw,
@@ -662,7 +715,7 @@ def _tiled(cfg: Config, shape: tuple, tiling: dict[str, Any]) -> ConvPlan:
         raise ValueError(f"tiling {tiling!r} is not one of ConvPlan.tiling's form ({exc})") \
             from None
     if not (1 <= plan.tob <= ob and 1 <= plan.th <= oh and 1 <= plan.tw <= ow
-            and 1 <= plan.tcb <= cb and _fits(cfg, _regions(cfg, ob, bias, residual), plan)):
+            and 1 <= plan.tcb <= cb and _fits(cfg, _regions(cfg, ob, rows, residual), plan)):
         raise ValueError(f"tiling {tiling!r} does not fit this layer on {cfg.name} (tiles "
                          "beyond the scratchpad halves, loops beyond their fields, or a "
                          "micro-op kernel with a read-after-write hazard)")
@@ -724,7 +777,8 @@ class _Tile:
     ow0: int
     tw: int
     acc_base: int
-    bias_base: int | None
+    rows_base: int | None  # row r of output-channel block ob0 + o: rows_base + r * row_stride + o
+    row_stride: int
     step0: int  # the global index of its first reduction step
 
     def window(self, p: ConvPlan) -> tuple[int, int]:
@@ -732,7 +786,7 @@ class _Tile:
         return (self.th - 1) * p.sh + p.kh, (self.tw - 1) * p.sw + p.kw
 
 
-def _schedule(p: ConvPlan, regions: _Regions, bias: bool) -> list[_Tile]:
+def _schedule(p: ConvPlan, regions: _Regions, rows: int) -> list[_Tile]:
     """The output tiles in order: batch, output-channel tile, rows, columns.
 
     A folded add's other operand comes with the last step's input window.
@@ -744,14 +798,14 @@ def _schedule(p: ConvPlan, regions: _Regions, bias: bool) -> list[_Tile]:
             for oh0 in range(0, p.oh, p.th):
                 for ow0 in range(0, p.ow, p.tw):
                     acc_base = (len(tiles) % 2) * regions.acc_half
-                    if not bias:
-                        bias_base = None
-                    elif regions.bias_base is not None:
-                        bias_base = regions.bias_base + ob0
+                    if not rows:
+                        rows_base, stride = None, 0
+                    elif regions.rows_base is not None:
+                        rows_base, stride = regions.rows_base + ob0, p.ob
                     else:
-                        bias_base = acc_base + regions.acc_half - tob
+                        rows_base, stride = acc_base + regions.acc_half - tob * rows, tob
                     tiles.append(_Tile(nb, ob0, tob, oh0, min(p.th, p.oh - oh0), ow0,
-                                       min(p.tw, p.ow - ow0), acc_base, bias_base,
+                                       min(p.tw, p.ow - ow0), acc_base, rows_base, stride,
                                        len(tiles) * p.chunks))
     return tiles
 
@@ -793,19 +847,50 @@ def _identity_kernel(q: CommandQueue, dst: int, src: int, wgt: int, rows: int,
     return ("identity", dst, src, wgt, rows, cols), finit, MODE_GEMM, 1
 
 
-def _bias_kernel(q: CommandQueue, t: _Tile) -> _Kernel:
-    """ADD the bias entry of each output-channel block to the tile's entries of that block."""
+def _row_kernel(q: CommandQueue, op: AluOp, dst: int, src: int, blocks: int, block_size: int,
+                rows: int, row_size: int, cols: int) -> _Kernel:
+    """Tensor ALU op: ``rows`` x ``cols`` entries of each of ``blocks`` channel blocks (one
+    every ``block_size`` entries, rows ``row_size`` apart) with source entry ``src + block``."""
 
     def finit() -> None:
-        q.uop_loop_begin(t.th, t.tw, 0, 0)
-        q.uop_loop_begin(t.tw, 1, 0, 0)
-        for o in range(t.tob):
-            q.uop_push(MODE_ALU, 0, t.acc_base + o * t.th * t.tw, t.bias_base + o, 0,
-                       AluOp.ADD, 0, 0)
+        q.uop_loop_begin(rows, row_size, 0, 0)
+        q.uop_loop_begin(cols, 1, 0, 0)
+        for o in range(blocks):
+            q.uop_push(MODE_ALU, 0, dst + o * block_size, src + o, 0, op, 0, 0)
         q.uop_loop_end()
         q.uop_loop_end()
 
-    return ("bias", t.acc_base, t.bias_base, t.tob, t.th, t.tw), finit, MODE_ALU, t.tob
+    return (("row", int(op), dst, src, blocks, block_size, rows, row_size, cols), finit,
+            MODE_ALU, blocks)
+
+
+def _tile_regions(epi: Epilogue, oh0: int, th: int, ow0: int, tw: int
+                  ) -> list[tuple[int, int, int, int, int]]:
+    """The epilogue's regions that meet a tile, in tile coordinates."""
+    out = []
+    for row, a0, a1, b0, b1 in epi.regions:
+        r0, r1 = max(a0 - oh0, 0), min(a1 - oh0, th)
+        c0, c1 = max(b0 - ow0, 0), min(b1 - ow0, tw)
+        if r0 < r1 and c0 < c1:
+            out.append((row, r0, r1, c0, c1))
+    return out
+
+
+def _epilogue_kernels(q: CommandQueue, epi: Epilogue, t: _Tile,
+                      regions: list[tuple[int, int, int, int, int]]) -> list[_Kernel]:
+    """The epilogue of tile ``t``: its regions' row ADDs, then the steps."""
+    size = t.th * t.tw
+    out = [_row_kernel(q, AluOp.ADD, t.acc_base + r0 * t.tw + c0,
+                       t.rows_base + row * t.row_stride, t.tob, size, r1 - r0, t.tw, c1 - c0)
+           for row, r0, r1, c0, c1 in regions]
+    for op, value, from_row in epi.steps:
+        if from_row:
+            out.append(_row_kernel(q, op, t.acc_base, t.rows_base + value * t.row_stride,
+                                   t.tob, size, t.th, t.tw, t.tw))
+        else:
+            out.append(_elementwise_kernel(q, t.acc_base, t.tob * t.th, t.tw, MODE_ALU, op,
+                                           value))
+    return out
 
 
 def _gemm_kernels(q: CommandQueue, p: ConvPlan, t: _Tile, inp_base: int,
@@ -860,49 +945,45 @@ def _push(q: CommandQueue, kernel: _Kernel) -> None:
         q.push_alu(key, finit)
 
 
-def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer,
-               wgt_buf: Buffer, bias_buf: Buffer | None, out_buf: Buffer,
+def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: Epilogue, data_buf: Buffer,
+               wgt_buf: Buffer, rows_buf: Buffer | None, out_buf: Buffer,
                residual: Residual | None = None, res_buf: Buffer | None = None,
                id_buf: Buffer | None = None) -> None:
     cfg = q.cfg
     p = plan
-    regions = _regions(cfg, p.ob, epi.bias, residual is not None)
+    regions = _regions(cfg, p.ob, epi.rows, residual is not None)
     inp_half, wgt_half = regions.inp_half, regions.wgt_half
     khw = p.kh * p.kw
-    tiles = _schedule(p, regions, epi.bias)
-
+    tiles = _schedule(p, regions, epi.rows)
     memo: dict[tuple, tuple] = {}
-    lc, lr, post = residual.steps() if residual is not None else (0, 0, [])
     id_wgt = regions.wgt_half - 1  # a folded add's identity weights, atop each WGT half
 
     def kernels_of(t: _Tile) -> tuple[_Kernel, list[list[_Kernel]], list[_Kernel],
                                       list[_Kernel]]:
         """(reset, the GEMMs of each step, the epilogue, the folded add's) of tile ``t``."""
-        key = (t.tob, t.th, t.tw, t.acc_base, t.bias_base, t.step0 % 2)
+        tile_regions = _tile_regions(epi, t.oh0, t.th, t.ow0, t.tw)
+        key = (t.tob, t.th, t.tw, t.acc_base, t.rows_base, t.step0 % 2, tuple(tile_regions))
         if key not in memo:
-            memo[key] = _tile_kernels(t)
+            memo[key] = _tile_kernels(t, tile_regions)
         return memo[key]
 
-    def _tile_kernels(t: _Tile) -> tuple[_Kernel, list[list[_Kernel]], list[_Kernel],
-                                         list[_Kernel]]:
+    def _tile_kernels(t: _Tile, tile_regions) -> tuple[_Kernel, list[list[_Kernel]],
+                                                       list[_Kernel], list[_Kernel]]:
         entries = (t.tob * t.th, t.tw)
         reset = _elementwise_kernel(q, t.acc_base, *entries, MODE_GEMM)
         steps = [_gemm_kernels(q, p, t, (s % 2) * inp_half, (s % 2) * wgt_half)
                  for s in range(t.step0, t.step0 + p.chunks)]
-        epilogue = [_bias_kernel(q, t)] if epi.bias else []
-        epilogue += [_elementwise_kernel(q, t.acc_base, *entries, MODE_ALU, op, imm)
-                     for op, imm in epi.alu_steps]
+        epilogue = _epilogue_kernels(q, epi, t, tile_regions)
         add: list[_Kernel] = []
-        if residual is not None:  # y << lc, then + r x (2**lr I) from INP, then the steps
+        if residual is not None:  # y's steps, + r x (m I) from INP, then the add's steps
             h = (t.step0 + p.chunks - 1) % 2  # the last step's half: r after the window
             tih, tiw = t.window(p)
-            if lc:
-                add.append(_elementwise_kernel(q, t.acc_base, *entries, MODE_ALU, AluOp.SHR,
-                                               -lc))
+            add += [_elementwise_kernel(q, t.acc_base, *entries, MODE_ALU, op, imm)
+                    for op, imm in residual.conv_steps]
             add.append(_identity_kernel(q, t.acc_base, h * inp_half + p.tcb * tih * tiw,
                                         h * regions.wgt_half + id_wgt, *entries))
             add += [_elementwise_kernel(q, t.acc_base, *entries, MODE_ALU, op, imm)
-                    for op, imm in post]
+                    for op, imm in residual.steps]
         return reset, steps, epilogue, add
 
     # every kernel the stream uses, preloaded once per stream (in one UOP LOAD) when they fit
@@ -913,11 +994,13 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
             used.setdefault(k[0], k)
     n_uops = sum(k[3] for k in used.values())
     preload = n_uops <= min(cfg.UOP_BUFF_DEPTH, q.max_uops // 2)
-    resident_bias = epi.bias and regions.bias_base is not None
+    resident_rows = epi.rows and regions.rows_base is not None
+    n_conv = len(residual.conv_steps) if residual is not None else 0
 
     def preamble() -> None:
-        if resident_bias:
-            q.load_2d(bias_buf, 0, p.ob, 1, p.ob, 0, 0, 0, 0, regions.bias_base, MemId.ACC)
+        if resident_rows:
+            q.load_2d(rows_buf, 0, p.ob, epi.rows, p.ob, 0, 0, 0, 0, regions.rows_base,
+                      MemId.ACC)
         if preload:
             for key, finit, mode, _ in used.values():
                 q.preload(key, finit, mode)
@@ -932,13 +1015,15 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
         reset, steps, epilogue, add = kernels_of(t)
         tih, tiw = t.window(p)
         gemm_uops = sum(k[3] for k in steps[0])
+        epi_uops = sum(k[3] for k in epilogue) + len(add)
         pipe.checkpoint(p.chunks * (p.tcb + 4 + 2 * len(steps[0])) + 24 + 2 * t.tob
                         + len(epilogue) + len(add), 0 if preload else
-                        p.chunks * gemm_uops + 2 * t.tob + 24)
+                        p.chunks * gemm_uops + epi_uops + 24)
         # compute: wait until the store of tile - 2 has drained this ACC half
         q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
-        if epi.bias and not resident_bias:
-            q.load_2d(bias_buf, t.ob0, t.tob, 1, t.tob, 0, 0, 0, 0, t.bias_base, MemId.ACC)
+        if epi.rows and not resident_rows:
+            q.load_2d(rows_buf, t.ob0, t.tob, epi.rows, p.ob, 0, 0, 0, 0, t.rows_base,
+                      MemId.ACC)
         _push(q, reset)
         for s, (c0, gemms) in enumerate(zip(range(0, p.cb, p.tcb), steps, strict=True)):
             h = (t.step0 + s) % 2
@@ -964,11 +1049,11 @@ def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: _Epilogue, data_buf: Buffer
         # epilogue
         for k in epilogue:
             _push(q, k)
-        if residual is not None:  # y << lc, + r x (2**lr I), release the half, the steps
-            for k in add[:2 if lc else 1]:
+        if residual is not None:  # y's steps, + r x (m I), release the half, the add's steps
+            for k in add[:n_conv + 1]:
                 _push(q, k)
             q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
-            for k in add[2 if lc else 1:]:
+            for k in add[n_conv + 1:]:
                 _push(q, k)
         q.dep_push(COMPUTE_STAGE, STORE_STAGE)
         # store
@@ -1018,7 +1103,7 @@ def _push_elementwise(q: CommandQueue, key: tuple, base: int, rows: int, cols: i
 
 # -------------------------------------------------------------- operators
 def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
-                     bias: np.ndarray | None, epi: _Epilogue, queue_options: dict | None,
+                     bias: np.ndarray | None, epi: Epilogue, queue_options: dict | None,
                      tiling: dict | None = None, residual: Residual | None = None,
                      other: np.ndarray | None = None) -> tuple[np.ndarray, RunStats | None]:
     cfg = dev.cfg
@@ -1029,11 +1114,11 @@ def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
     if kernel.shape[4:] != (bo, bi):
         raise ValueError(f"packed kernel must end in ({bo}, {bi}) (BLOCK_OUT, BLOCK_IN), not "
                          f"{kernel.shape[4:]}")
-    plan = plan_conv2d(cfg, data.shape, kernel.shape, stride, padding, epi.bias, tiling,
+    plan = plan_conv2d(cfg, data.shape, kernel.shape, stride, padding, epi.rows, tiling,
                        residual is not None)
     out_shape = (plan.nb, plan.ob, plan.oh, plan.ow, b, bo)
     if residual is not None:
-        residual.check(epi.relu, epi.clip)
+        residual.check(epi)
         other = _as_int8("other", other, 6)
         if other.shape != out_shape:
             raise ValueError(f"other (the residual operand) must have the output's packed "
@@ -1051,7 +1136,7 @@ def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
         wgt_buf = alloc(kernel.nbytes, "weights")
         dev.write(wgt_buf, np.ascontiguousarray(kernel))
         bias_buf = None
-        if epi.bias:
+        if epi.rows:
             packed_bias = np.broadcast_to(bias.reshape(plan.ob, 1, bo), (plan.ob, b, bo))
             bias_buf = alloc(packed_bias.size * 4, "bias")
             dev.write(bias_buf, np.ascontiguousarray(packed_bias, dtype="<i4"))
@@ -1203,61 +1288,92 @@ class Residual:
     """An element-wise add folded into the convolution before it (:func:`emit_conv2d`).
 
     The result is :func:`emit_add`'s with ``a`` the convolution's int8 output
-    and ``b`` the other operand::
-
-        out = epilogue((y << conv_lshift) + (r << other_lshift) + offset)
-
-    computed in each tile while ``y`` is still in the accumulator, with the
-    same ALU steps: one more reduction step brings ``r``'s tile into an INP
-    half (the load engine, overlapped with compute) and a GEMM adds it times
-    ``2**other_lshift`` (an int8 identity weight, :meth:`weights`); ``y`` is
-    never stored.  Exact when the convolution's own clamp keeps ``y`` within
-    int8 (then the accumulator holds what an ``ACC_8BIT`` load of the stored
-    ``y`` would) and ``other_lshift`` is at most 6 (a weight of 64);
-    :func:`emit_conv2d` refuses anything else.
+    ``y``, ``a_steps`` = ``conv_steps``, ``b`` the other operand ``r`` times
+    ``other_mult``, and ``steps`` after the sum -- computed in each tile while
+    ``y`` is still in the accumulator: the other operand's tile comes into INP
+    with the last reduction step's window (the load engine, overlapped with
+    compute), and a GEMM with the int8 weight ``other_mult`` times the
+    identity (:meth:`weights`) adds ``r * other_mult``; ``y`` is never
+    stored.  Exact when the convolution's epilogue ends by clamping ``y``
+    within int8 (then the accumulator holds what an ``ACC_8BIT`` load of the
+    stored ``y`` would); :func:`emit_conv2d` refuses anything else.
     """
 
-    conv_lshift: int = 0
-    other_lshift: int = 0
-    offset: int = 0
-    shift: int = 0
-    relu: bool = False
-    clip: tuple[int, int] | None = None
+    conv_steps: tuple[tuple[AluOp, int], ...] = ()
+    other_mult: int = 1
+    steps: tuple[tuple[AluOp, int], ...] = ()
 
-    def steps(self) -> tuple[int, int, list[tuple[AluOp, int]]]:
-        """(conv_lshift, other_lshift, the ALU steps after the sum), checked."""
-        return _add_steps(self.conv_lshift, self.other_lshift, self.offset, self.shift,
-                          self.relu, self.clip)
+    @classmethod
+    def of_shifts(cls, conv_lshift: int = 0, other_lshift: int = 0, offset: int = 0,
+                  shift: int = 0, relu: bool = False,
+                  clip: tuple[int, int] | None = None) -> Residual:
+        """``(y << conv_lshift) + (r << other_lshift) + offset``, then :func:`emit_add`'s
+        shift, ReLU and clip."""
+        lc, lr, steps = _add_steps(conv_lshift, other_lshift, offset, shift, relu, clip)
+        return cls(((AluOp.SHR, -lc),) if lc else (), 1 << lr, tuple(steps))
+
+    @classmethod
+    def of_steps(cls, conv_steps: Sequence[tuple[AluOp, int]],
+                 other_steps: Sequence[tuple[AluOp, int]],
+                 steps: Sequence[tuple[AluOp, int]]) -> Residual | None:
+        """From :func:`emit_add`'s per-operand steps; None when the other operand's are not
+        one multiplication an int8 weight can do (nothing, ``SHR -k`` with ``k <= 6``, or
+        ``MUL m`` with ``|m| <= 127``)."""
+        other = list(other_steps)
+        if not other:
+            mult = 1
+        elif len(other) == 1 and other[0][0] == AluOp.SHR and -6 <= other[0][1] <= 0:
+            mult = 1 << -other[0][1]
+        elif len(other) == 1 and other[0][0] == AluOp.MUL and -128 <= other[0][1] <= 127:
+            mult = int(other[0][1])
+        else:
+            return None
+        return cls(tuple(conv_steps), mult, tuple(steps))
 
     def alu_uops(self) -> int:
-        """ALU steps per output entry: ``y``'s shift and the steps after the sum."""
-        lc, _, post = self.steps()
-        return (lc > 0) + len(post)
+        """ALU micro-op cycles per output entry: ``y``'s steps and the steps after the sum
+        (a MUL's two)."""
+        return sum(2 if op == AluOp.MUL else 1 for op, _ in (*self.conv_steps, *self.steps))
 
     def weights(self, cfg: Config) -> np.ndarray:
-        """The WGT entry that adds ``r << other_lshift``: ``2**other_lshift`` times identity."""
-        return (np.eye(cfg.BLOCK_OUT, cfg.BLOCK_IN, dtype=np.int8)
-                * np.int8(1 << self.other_lshift))
+        """The WGT entry that adds ``r * other_mult``: ``other_mult`` times the identity."""
+        return np.eye(cfg.BLOCK_OUT, cfg.BLOCK_IN, dtype=np.int8) * np.int8(self.other_mult)
 
-    def check(self, relu: bool, clip: tuple[int, int] | None) -> None:
-        """ValueError unless this add can follow a convolution with that clamp exactly."""
-        self.steps()
-        if self.other_lshift > 6:
-            raise ValueError(f"a folded add multiplies its other operand by an int8 weight: "
-                             f"other_lshift at most 6, not {self.other_lshift}")
-        lo, hi = (-(1 << 31), 1 << 31) if clip is None else clip
-        if relu:
-            lo = max(lo, 0)
+    def check(self, epi: Epilogue) -> None:
+        """ValueError unless this add can follow a convolution with epilogue ``epi``."""
+        for op, imm in (*self.conv_steps, *self.steps):
+            _check_imm(op, imm)
+        if not -128 <= self.other_mult <= 127:
+            raise ValueError(f"a folded add multiplies its other operand by an int8 weight, "
+                             f"not {self.other_mult}")
+        lo, hi = _final_clamp(epi)
         if lo < -128 or hi > 127:
+            shown = "no clamp" if (lo, hi) == (_IMM_MIN - 1, _IMM_MAX + 1) else (lo, hi)
             raise ValueError(f"a folded add needs the convolution's output clamped within "
-                             f"int8 (clip within -128..127), not {clip!r}")
+                             f"int8 (its epilogue ending in MAX lo, MIN hi within -128..127), "
+                             f"not {shown}")
+
+
+def _final_clamp(epi: Epilogue) -> tuple[int, int]:
+    """The range the epilogue's trailing immediate MAX/MIN steps leave (unbounded sides:
+    one beyond the 16-bit immediates)."""
+    lo, hi = _IMM_MIN - 1, _IMM_MAX + 1
+    for op, value, from_row in reversed(epi.steps):
+        if from_row or op not in (AluOp.MAX, AluOp.MIN):
+            break
+        if op == AluOp.MAX:
+            lo = max(lo, value) if hi > _IMM_MAX else max(lo, min(value, hi))
+        else:
+            hi = min(hi, value) if lo < _IMM_MIN else min(hi, max(value, lo))
+    return lo, hi
 
 
 def emit_conv2d(q: CommandQueue, data_shape: Sequence[int], kernel_shape: Sequence[int],
                 data: Buffer, kernel: Buffer, out: Buffer, *,
                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
                 bias: Buffer | None = None, shift: int = 0, relu: bool = False,
-                clip: tuple[int, int] | None = None, tiling: dict | None = None,
+                clip: tuple[int, int] | None = None,
+                epilogue: Epilogue | None = None, tiling: dict | None = None,
                 residual: Residual | None = None, other: Buffer | None = None,
                 identity: Buffer | None = None) -> ConvPlan:
     """Queue a packed convolution whose operands are already in device buffers.
@@ -1266,22 +1382,30 @@ def emit_conv2d(q: CommandQueue, data_shape: Sequence[int], kernel_shape: Sequen
     runtime).  ``data``, ``kernel`` and ``out`` hold the packed layouts of
     :func:`conv2d_packed` for the packed shapes ``data_shape`` and
     ``kernel_shape``; ``bias`` holds int32 (O/bo, BATCH, BLOCK_OUT), one value
-    per output channel repeated over the batch lanes.  With ``residual``,
-    ``out`` receives the folded add of the convolution and ``other`` (int8 in
-    the output's packed layout; see :class:`Residual`), ``identity`` holding
-    :meth:`Residual.weights`.  Nothing runs until
-    ``q.synchronize()``.  Returns the tiling used (:func:`plan_conv2d`).
+    per output channel repeated over the batch lanes.  With ``epilogue`` (an
+    :class:`Epilogue`), ``bias`` holds its rows instead and ``shift``,
+    ``relu`` and ``clip`` are not used.  With ``residual``, ``out`` receives
+    the folded add of the convolution and ``other`` (int8 in the output's
+    packed layout; see :class:`Residual`), ``identity`` holding
+    :meth:`Residual.weights`.  ``tiling`` as in :func:`conv2d_packed`.
+    Nothing runs until ``q.synchronize()``.  Returns the tiling used
+    (:func:`plan_conv2d`).
     """
-    epi, _ = _epilogue(None, 0, shift, relu, clip)
-    epi = _Epilogue(bias is not None, epi.shift, epi.relu, epi.clip)
+    if epilogue is None:
+        epilogue, _ = _epilogue(None, 0, shift, relu, clip)  # checks the arguments
+        if bias is not None:
+            epilogue = Epilogue(1, (), ((AluOp.ADD, 0, True),) + epilogue.steps)
+    epilogue.check()
+    if epilogue.rows and bias is None:
+        raise ValueError(f"the epilogue has {epilogue.rows} rows: give their buffer as bias")
     if residual is not None:
-        residual.check(relu, clip)
+        residual.check(epilogue)
         if other is None or identity is None:
             raise ValueError("a folded add (residual) needs its other operand's buffer (other) "
                              "and its weights' (identity)")
-    plan = plan_conv2d(q.cfg, data_shape, kernel_shape, stride, padding, epi.bias, tiling,
+    plan = plan_conv2d(q.cfg, data_shape, kernel_shape, stride, padding, epilogue.rows, tiling,
                        residual is not None)
-    _emit_conv(q, plan, epi, data, kernel, bias, out, residual, other, identity)
+    _emit_conv(q, plan, epilogue, data, kernel, bias, out, residual, other, identity)
     return plan
 
 
@@ -1302,16 +1426,27 @@ def _add_steps(a_lshift: int, b_lshift: int, offset: int, shift: int, relu: bool
 
 def emit_add(q: CommandQueue, a: Buffer, b: Buffer, out: Buffer, elems: int, *,
              a_lshift: int = 0, b_lshift: int = 0, offset: int = 0, shift: int = 0,
-             relu: bool = False, clip: tuple[int, int] | None = None) -> None:
+             relu: bool = False, clip: tuple[int, int] | None = None,
+             a_steps: Sequence[tuple[AluOp, int]] | None = None,
+             b_steps: Sequence[tuple[AluOp, int]] | None = None,
+             steps: Sequence[tuple[AluOp, int]] | None = None) -> None:
     """Queue ``out = epilogue((a << a_lshift) + (b << b_lshift) + offset)`` on the ALU.
 
     ``a``, ``b`` and ``out`` hold ``elems`` elements of BATCH x BLOCK_OUT int8
     lanes each (any layout, the same for all three; ``out`` may be ``a`` or
-    ``b``).  Arithmetic as in the module docstring.  Nothing runs until
-    ``q.synchronize()``.
+    ``b``).  Arithmetic as in the module docstring.  Or, given ``a_steps``,
+    ``b_steps`` and ``steps`` (lists of (ALU opcode, immediate)): those steps
+    on each operand, their sum, then ``steps`` (the other arguments unused).
+    Nothing runs until ``q.synchronize()``.
     """
     cfg = q.cfg
-    la, lb, steps = _add_steps(a_lshift, b_lshift, offset, shift, relu, clip)
+    if steps is None:
+        la, lb, steps = _add_steps(a_lshift, b_lshift, offset, shift, relu, clip)
+        a_steps = [(AluOp.SHR, -la)] if la else []
+        b_steps = [(AluOp.SHR, -lb)] if lb else []
+    a_steps, b_steps, steps = (list(x or []) for x in (a_steps, b_steps, steps))
+    for op, imm in a_steps + b_steps + steps:
+        _check_imm(op, imm)
     _check_elems(elems)
     acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
     tile = acc_half // 2
@@ -1319,16 +1454,17 @@ def emit_add(q: CommandQueue, a: Buffer, b: Buffer, out: Buffer, elems: int, *,
     pipe.begin()
     for t, e0 in enumerate(range(0, elems, tile)):
         n = min(tile, elems - e0)
-        pipe.checkpoint(12 + len(steps), 8 + len(steps))
+        extra = len(a_steps) + len(b_steps) + len(steps)
+        pipe.checkpoint(12 + extra, 8 + extra)
         base = (t % 2) * acc_half
         # compute: wait until the store of tile - 2 has drained this ACC half
         q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
         q.load_2d(a, e0, n, 1, n, 0, 0, 0, 0, base, MemId.ACC_8BIT)
         q.load_2d(b, e0, n, 1, n, 0, 0, 0, 0, base + tile, MemId.ACC_8BIT)
-        for src, lshift in ((base, la), (base + tile, lb)):
-            if lshift:
-                _push_elementwise(q, ("alu", int(AluOp.SHR), -lshift, src, 1, n), src, 1, n,
-                                  MODE_ALU, AluOp.SHR, -lshift)
+        for src, operand_steps in ((base, a_steps), (base + tile, b_steps)):
+            for op, imm in operand_steps:
+                _push_elementwise(q, ("alu", int(op), imm, src, 1, n), src, 1, n, MODE_ALU, op,
+                                  imm)
 
         def sum_kernel(base=base, n=n) -> None:
             q.uop_loop_begin(n, 1, 1, 0)
@@ -1345,6 +1481,13 @@ def emit_add(q: CommandQueue, a: Buffer, b: Buffer, out: Buffer, elems: int, *,
         q.store_2d(base, MemId.OUT, out, e0, n, 1, n)
         q.dep_push(STORE_STAGE, COMPUTE_STAGE)
     pipe.end()
+
+
+def _check_imm(op: AluOp, imm: int) -> None:
+    if isinstance(imm, bool) or not isinstance(imm, (int, np.integer)) \
+            or not _IMM_MIN <= imm <= _IMM_MAX:
+        raise ValueError(f"ALU step {AluOp(op).name} {imm!r}: immediates are 16-bit "
+                         f"({_IMM_MIN}..{_IMM_MAX})")
 
 
 def _check_elems(elems: int) -> None:
@@ -1407,35 +1550,198 @@ def add(dev, a: np.ndarray, b: np.ndarray, *, a_lshift: int = 0, b_lshift: int =
     return (out, stats) if return_stats else out
 
 
+# ---------------------------------------------------------------- pooling
+@dataclass(frozen=True)
+class PoolPlan:
+    """How a packed pooling is tiled: ``tcb`` channel blocks x ``th`` output rows per tile."""
+
+    nb: int
+    cb: int
+    h: int
+    w: int
+    oh: int
+    ow: int
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    pads: tuple[int, int, int, int]
+    tcb: int
+    th: int
+
+
+def plan_pool2d(cfg: Config, data_shape: Sequence[int], kernel: Sequence[int],
+                stride: Sequence[int], pads: Sequence[int]) -> PoolPlan:
+    """The tiling :func:`emit_pool2d` uses (ValueError when a tile of one row does not fit)."""
+    nb, cb, h, w = (int(d) for d in data_shape[:4])
+    if cfg.BLOCK_IN != cfg.BLOCK_OUT:
+        raise ValueError("pooling on VTA needs BLOCK_IN == BLOCK_OUT (an INP element is an "
+                         "accumulator element)")
+    kh, kw = _pair("kernel", tuple(kernel), 1, _LOOP_MAX)
+    sh, sw = _pair("stride", tuple(stride), 1, _LOOP_MAX)
+    t, left, b, r = (int(p) for p in pads)
+    if max(t, b) >= kh or max(left, r) >= kw or min(t, left, b, r) < 0:
+        raise ValueError(f"pads {tuple(pads)} must be smaller than the {kh}x{kw} window")
+    oh, ow = (h + t + b - kh) // sh + 1, (w + left + r - kw) // sw + 1
+    if oh < 1 or ow < 1:
+        raise ValueError(f"a {kh}x{kw} window does not fit a {h}x{w} input")
+    if w > _MAX_STRIDE or oh * ow > _MAX_STRIDE:
+        raise ValueError(f"a {h}x{w} input is too wide for 16-bit LOAD/STORE strides")
+    acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
+    best = None
+    for th in _candidates(oh):
+        tih = min((th - 1) * sh + kh, h)
+        per_block = th * ow + tih * w
+        tcb = min(cb, acc_half // per_block, cfg.UOP_BUFF_DEPTH // 4)
+        if tcb < 1:
+            break
+        best = (tcb, th)
+    if best is None:
+        raise ValueError(f"one output row of a {kh}x{kw} pool over a {h}x{w} input does not "
+                         f"fit half the accumulator ({acc_half} entries)")
+    return PoolPlan(nb, cb, h, w, oh, ow, (kh, kw), (sh, sw), (t, left, b, r), *best)
+
+
+def emit_pool2d(q: CommandQueue, data_shape: Sequence[int], data: Buffer, out: Buffer, *,
+                kind: str, kernel: Sequence[int], stride: Sequence[int] = (1, 1),
+                pads: Sequence[int] = (0, 0, 0, 0),
+                steps: Sequence[tuple[AluOp, int]] = ()) -> PoolPlan:
+    """Queue a max or sum pooling of packed int8 activations on the ALU.
+
+    ``data`` holds packed activations of ``data_shape`` (N/b, C/bi, H, W, b, bi),
+    ``out`` receives (N/b, C/bi, OH, OW, b, bi).  Each tile loads its input rows
+    into the accumulator (``ACC_8BIT``, sign-extended), starts the outputs at
+    -128 (``kind="max"``) or 0 (``"sum"``), and for every window position
+    applies ``MAX`` or ``ADD`` with the input entry under it over the outputs
+    whose window has that position inside the input: padding is left out, so
+    a max pools over the real entries only (ONNX's -inf padding) and a sum
+    adds nothing for it.  Then ``steps`` (ALU opcode, immediate) and a STORE
+    of the low 8 bits.  Returns the tiling (:func:`plan_pool2d`).
+    """
+    if kind not in ("max", "sum"):
+        raise ValueError(f"kind must be 'max' or 'sum', not {kind!r}")
+    steps = list(steps)
+    for op, imm in steps:
+        _check_imm(op, imm)
+    p = plan_pool2d(q.cfg, data_shape, kernel, stride, pads)
+    cfg = q.cfg
+    acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
+    (kh, kw), (sh, sw) = p.kernel, p.stride
+    pt, pl = p.pads[0], p.pads[1]
+    op = AluOp.MAX if kind == "max" else AluOp.ADD
+    pipe = _Pipeline(q)
+    pipe.begin()
+    tile = 0
+    for nb in range(p.nb):
+        for c0 in range(0, p.cb, p.tcb):
+            tcb = min(p.tcb, p.cb - c0)
+            for oh0 in range(0, p.oh, p.th):
+                th = min(p.th, p.oh - oh0)
+                i0 = max(oh0 * sh - pt, 0)
+                i1 = min((oh0 + th - 1) * sh - pt + kh, p.h)
+                tih = i1 - i0
+                pipe.checkpoint(tcb + kh * kw + len(steps) + 12,
+                                tcb * (kh * kw + 1) + len(steps) + 8)
+                out_base = (tile % 2) * acc_half
+                in_base = out_base + tcb * th * p.ow
+                q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
+                for c in range(tcb):
+                    elem = ((nb * p.cb + c0 + c) * p.h + i0) * p.w
+                    q.load_2d(data, elem, p.w, tih, p.w, 0, 0, 0, 0, in_base + c * tih * p.w,
+                              MemId.ACC_8BIT)
+                _push_elementwise(q, ("reset", out_base, tcb * th, p.ow), out_base, tcb * th,
+                                  p.ow, MODE_GEMM)
+                if kind == "max":
+                    _push_elementwise(q, ("alu", int(AluOp.ADD), -128, out_base, tcb * th, p.ow),
+                                      out_base, tcb * th, p.ow, MODE_ALU, AluOp.ADD, -128)
+                for r in range(kh):
+                    # output rows whose input row oh*sh + r - pt lies in [i0, i1)
+                    a0 = max(oh0, -(-(i0 + pt - r) // sh))
+                    a1 = min(oh0 + th, (i1 - 1 + pt - r) // sh + 1)
+                    for s in range(kw):
+                        b0 = max(0, -(-(pl - s) // sw))
+                        b1 = min(p.ow, (p.w - 1 + pl - s) // sw + 1)
+                        if a0 >= a1 or b0 >= b1:
+                            continue
+                        dst = out_base + (a0 - oh0) * p.ow + b0
+                        src = in_base + (a0 * sh + r - pt - i0) * p.w + b0 * sw + s - pl
+                        _push_window_op(q, op, dst, src, tcb, th * p.ow, tih * p.w, a1 - a0,
+                                        p.ow, sh * p.w, b1 - b0, sw)
+                for alu_op, imm in steps:
+                    _push_elementwise(q, ("alu", int(alu_op), imm, out_base, tcb * th, p.ow),
+                                      out_base, tcb * th, p.ow, MODE_ALU, alu_op, imm)
+                q.dep_push(COMPUTE_STAGE, STORE_STAGE)
+                q.dep_pop(COMPUTE_STAGE, STORE_STAGE)
+                plane = p.oh * p.ow
+                q.store_2d(out_base, MemId.OUT, out, ((nb * p.cb + c0) * p.oh + oh0) * p.ow,
+                           th * p.ow, tcb, plane)
+                q.dep_push(STORE_STAGE, COMPUTE_STAGE)
+                tile += 1
+    pipe.end()
+    return p
+
+
+def _push_window_op(q: CommandQueue, op: AluOp, dst: int, src: int, blocks: int,
+                    dst_block: int, src_block: int, rows: int, dst_row: int, src_row: int,
+                    cols: int, src_col: int) -> None:
+    """Tensor ALU op over a rows x cols rectangle of every channel block: entry (i, j)
+    of block o is ``dst + o*dst_block + i*dst_row + j`` with source
+    ``src + o*src_block + i*src_row + j*src_col``."""
+
+    def finit() -> None:
+        q.uop_loop_begin(rows, dst_row, src_row, 0)
+        q.uop_loop_begin(cols, 1, src_col, 0)
+        for o in range(blocks):
+            q.uop_push(MODE_ALU, 0, dst + o * dst_block, src + o * src_block, 0, op, 0, 0)
+        q.uop_loop_end()
+        q.uop_loop_end()
+
+    q.push_alu(("window", int(op), dst, src, blocks, dst_block, src_block, rows, dst_row,
+                src_row, cols, src_col), finit)
+
+
 # --------------------------------------------------------------- roofline
+def _step_cycles(steps: Sequence[tuple], entries: int) -> int:
+    """ALU cycles of steps over ``entries``: one per micro-op, a MUL instruction 2n - 1."""
+    return sum(2 * entries - 1 if step[0] == AluOp.MUL else entries for step in steps)
+
+
 def conv2d_bound(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int], *,
                  stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
                  bias: bool = False, shift: int = 0, relu: bool = False,
-                 clip: tuple[int, int] | None = None,
+                 clip: tuple[int, int] | None = None, epilogue: Epilogue | None = None,
                  residual: Residual | None = None) -> roofline.Bound:
     """Lower bound in cycles of :func:`conv2d_packed` on ``cfg`` (:mod:`vta.roofline`).
 
     Packed shapes as :func:`conv2d_packed` takes them (``dense`` and
-    ``matmul``: the one-row image of :func:`dense_bound`).  A folded add
-    (``residual``) adds, per output entry, its other operand's INP entry, a
-    GEMM micro-op and its ALU steps (:class:`Residual`).
+    ``matmul``: the one-row image of :func:`dense_bound`); the epilogue as
+    :func:`emit_conv2d` takes it (``bias`` ... ``clip``, or ``epilogue``).  A
+    folded add (``residual``) adds, per output entry, its other operand's INP
+    entry, a GEMM micro-op and its ALU steps (:class:`Residual`).
     """
-    epi, _ = _epilogue(None, 0, shift, relu, clip)
-    work = roofline.conv2d_work(cfg, data_shape, kernel_shape, _pair("stride", stride, 1, 15),
-                                _pair("padding", padding, 0, 15), bias=bias,
-                                alu_steps=len(epi.alu_steps))
+    if epilogue is None:
+        epilogue, _ = _epilogue(None, 0, shift, relu, clip)
+        if bias:
+            epilogue = Epilogue(1, (), ((AluOp.ADD, 0, True),) + epilogue.steps)
+    stride, padding = _pair("stride", stride, 1, 15), _pair("padding", padding, 0, 15)
+    work = roofline.conv2d_work(cfg, data_shape, kernel_shape, stride, padding,
+                                rows=epilogue.rows)
+    entries = work.resets  # one per output entry
+    nb, ob = data_shape[0], kernel_shape[0]
+    alu = _step_cycles(epilogue.steps, entries) + sum(
+        nb * ob * (a1 - a0) * (b1 - b0) for _, a0, a1, b0, b1 in epilogue.regions)
+    work = work + roofline.Work(alu_uops=alu)
     if residual is not None:
-        entries = work.resets  # one per output entry
-        work = work + roofline.Work(gemm_uops=entries, alu_uops=entries * residual.alu_uops(),
-                                    inp_bytes=entries * cfg.INP_ELEM_BYTES,
-                                    wgt_bytes=cfg.WGT_ELEM_BYTES)
+        work = work + roofline.Work(
+            gemm_uops=entries, alu_uops=_step_cycles((*residual.conv_steps, *residual.steps),
+                                                     entries),
+            inp_bytes=entries * cfg.INP_ELEM_BYTES, wgt_bytes=cfg.WGT_ELEM_BYTES)
     return roofline.bound(cfg, work)
 
 
 def dense_bound(cfg: Config, m: int, k: int, n: int, **epilogue: Any) -> roofline.Bound:
     """Lower bound in cycles of :func:`dense` of ``x`` (M, K) and ``w`` (N, K) on ``cfg``.
 
-    Keywords: ``bias`` (bool), ``shift``, ``relu``, ``clip`` as in :func:`dense`.
+    Keywords: ``bias`` (bool), ``shift``, ``relu``, ``clip`` (or ``epilogue``) as in
+    :func:`conv2d_bound`.
     """
     b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     data = (1, -(-k // bi), 1, -(-m // b))
@@ -1445,9 +1751,45 @@ def dense_bound(cfg: Config, m: int, k: int, n: int, **epilogue: Any) -> rooflin
 
 def add_bound(cfg: Config, elems: int, *, a_lshift: int = 0, b_lshift: int = 0,
               offset: int = 0, shift: int = 0, relu: bool = False,
-              clip: tuple[int, int] | None = None) -> roofline.Bound:
-    """Lower bound in cycles of :func:`emit_add` over ``elems`` entries on ``cfg``."""
-    la, lb, steps = _add_steps(a_lshift, b_lshift, offset, shift, relu, clip)
+              clip: tuple[int, int] | None = None,
+              a_steps: Sequence[tuple[AluOp, int]] | None = None,
+              b_steps: Sequence[tuple[AluOp, int]] | None = None,
+              steps: Sequence[tuple[AluOp, int]] | None = None) -> roofline.Bound:
+    """Lower bound in cycles of :func:`emit_add` over ``elems`` entries on ``cfg`` (the same
+    arguments: shifts, offset, shift, ReLU and clip, or the three lists of steps)."""
     _check_elems(elems)
-    alu_steps = (la > 0) + (lb > 0) + 1 + len(steps)
-    return roofline.bound(cfg, roofline.add_work(cfg, elems, alu_steps))
+    if steps is None:
+        la, lb, steps = _add_steps(a_lshift, b_lshift, offset, shift, relu, clip)
+        a_steps = [(AluOp.SHR, -la)] if la else []
+        b_steps = [(AluOp.SHR, -lb)] if lb else []
+    alu = _step_cycles([*(a_steps or []), *(b_steps or []), (AluOp.ADD, 0), *steps], elems)
+    return roofline.bound(cfg, roofline.add_work(cfg, elems, alu))
+
+
+def pool2d_bound(cfg: Config, data_shape: Sequence[int], *, kind: str,
+                 kernel: Sequence[int], stride: Sequence[int] = (1, 1),
+                 pads: Sequence[int] = (0, 0, 0, 0),
+                 steps: Sequence[tuple[AluOp, int]] = ()) -> roofline.Bound:
+    """Lower bound in cycles of :func:`emit_pool2d` on ``cfg`` (the same arguments).
+
+    Every input entry a window covers reaches the accumulator once
+    (``ACC_8BIT``, on the compute engine); every output entry is reset (and,
+    for a max, started at -128), takes one ``MAX`` or ``ADD`` per window
+    position inside the input and the ALU steps, and is stored.
+    """
+    p = plan_pool2d(cfg, data_shape, kernel, stride, pads)
+    (kh, kw), (sh, sw) = p.kernel, p.stride
+    pt, pl = p.pads[0], p.pads[1]
+    blocks = p.nb * p.cb
+    out = blocks * p.oh * p.ow
+    rows = roofline._used(p.oh, sh, pt, kh, p.h)
+    window = 0
+    for r in range(kh):
+        a = sum(1 for o in range(p.oh) if 0 <= o * sh + r - pt < p.h)
+        for s_ in range(kw):
+            window += a * sum(1 for o in range(p.ow) if 0 <= o * sw + s_ - pl < p.w)
+    alu = blocks * window + (out if kind == "max" else 0) + _step_cycles(steps, out)
+    lanes = cfg.BATCH * cfg.BLOCK_OUT
+    work = roofline.Work(resets=out, alu_uops=alu, acc8_bytes=blocks * rows * p.w * lanes,
+                         out_bytes=out * cfg.OUT_ELEM_BYTES)
+    return roofline.bound(cfg, work)

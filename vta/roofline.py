@@ -171,12 +171,14 @@ def _used(n_out: int, stride: int, pad: int, k: int, n_in: int) -> int:
 
 def conv2d_work(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
                 stride: Sequence[int] = (1, 1), padding: Sequence[int] = (0, 0), *,
-                bias: bool = False, alu_steps: int = 0) -> Work:
+                rows: int = 0, alu_steps: int = 0) -> Work:
     """Minimal work of a packed convolution (the shapes of :func:`vta.ops.conv2d_packed`).
 
-    ``alu_steps`` is the number of ALU steps per output entry after the
-    accumulation (shift, clamps); the bias adds one more when ``bias``.  A
-    dense layer is the 1x1 convolution of a one-row image (:func:`vta.ops.dense`).
+    ``alu_steps`` is the number of ALU micro-op cycles per output entry after
+    the accumulation (bias ADD, shift, clamps; :func:`vta.ops.conv2d_bound`
+    counts an epilogue's); ``rows`` per-channel int32 rows (a bias: 1) reach
+    the accumulator once.  A dense layer is the 1x1 convolution of a one-row
+    image (:func:`vta.ops.dense`).
     """
     nb, cb, h, w = data_shape[:4]
     ob, _, kh, kw = kernel_shape[:4]
@@ -185,25 +187,25 @@ def conv2d_work(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[i
     oh = (h + 2 * ph - kh) // sh + 1
     ow = (w + 2 * pw - kw) // sw + 1
     entries = nb * ob * oh * ow
-    rows, cols = _used(oh, sh, ph, kh, h), _used(ow, sw, pw, kw, w)
+    used_rows, used_cols = _used(oh, sh, ph, kh, h), _used(ow, sw, pw, kw, w)
     return Work(gemm_uops=entries * cb * kh * kw, resets=entries,
-                alu_uops=entries * (alu_steps + (1 if bias else 0)),
-                inp_bytes=nb * cb * rows * cols * cfg.INP_ELEM_BYTES,
+                alu_uops=entries * alu_steps,
+                inp_bytes=nb * cb * used_rows * used_cols * cfg.INP_ELEM_BYTES,
                 wgt_bytes=ob * cb * kh * kw * cfg.WGT_ELEM_BYTES,
-                acc_bytes=ob * cfg.ACC_ELEM_BYTES if bias else 0,
+                acc_bytes=rows * ob * cfg.ACC_ELEM_BYTES,
                 out_bytes=entries * cfg.OUT_ELEM_BYTES)
 
 
-def add_work(cfg: Config, elems: int, alu_steps: int) -> Work:
+def add_work(cfg: Config, elems: int, alu_uops: int) -> Work:
     """Minimal work of an element-wise add of two int8 tensors on the ALU.
 
     ``elems`` entries of BATCH x BLOCK_OUT lanes; both operands reach the
-    accumulator through ACC_8BIT loads, each entry then takes ``alu_steps``
-    ALU steps (the shifts, the ADD, the rounding offset, shift and clamps),
-    and the result is stored.
+    accumulator through ACC_8BIT loads, the entries then take ``alu_uops``
+    ALU micro-op cycles in all (the operands' steps, the ADD, the rounding,
+    shift and clamps), and the result is stored.
     """
     lanes = cfg.BATCH * cfg.BLOCK_OUT
-    return Work(alu_uops=elems * alu_steps, acc8_bytes=2 * elems * lanes,
+    return Work(alu_uops=alu_uops, acc8_bytes=2 * elems * lanes,
                 out_bytes=elems * cfg.OUT_ELEM_BYTES)
 
 

@@ -203,14 +203,14 @@ def test_diff_finds_a_flipped_alu_result(dense_program, monkeypatch):
     from vta import golden, isa, progfile
     from vta.isa import AluOp
 
-    real = golden._ALU_FUNCS[AluOp.MAX]
+    real = golden.spec.ALU_FUNCTIONS[AluOp.MAX]
 
     def flipped_max(x, y):
         out = np.array(real(x, y), dtype=np.int32)
         out.reshape(-1)[0] ^= 1  # lane 0 of the first destination entry
         return out
 
-    monkeypatch.setitem(golden._ALU_FUNCS, AluOp.MAX, flipped_max)
+    monkeypatch.setitem(golden.spec.ALU_FUNCTIONS, AluOp.MAX, flipped_max)
     result = invoke("diff", dense_program, "-b", "verilator", "--json")
     assert result.exit_code == 3, result.output
     found = json.loads(result.stdout)["divergence"]  # the error line goes to stderr
@@ -259,7 +259,7 @@ def test_diff_names_the_first_store_in_time_not_in_address(tmp_path, monkeypatch
     from vta import golden
     from vta.isa import AluOp
 
-    real = golden._ALU_FUNCS[AluOp.MAX]
+    real = golden.spec.ALU_FUNCTIONS[AluOp.MAX]
 
     def flipped_max(x, y):
         out = np.array(real(x, y), dtype=np.int32)
@@ -268,7 +268,7 @@ def test_diff_names_the_first_store_in_time_not_in_address(tmp_path, monkeypatch
 
     (tmp_path / "two.s").write_text(TWO_STORES)
     assert invoke("asm", tmp_path / "two.s", "-o", tmp_path / "two.vtaprog").exit_code == 0
-    monkeypatch.setitem(golden._ALU_FUNCS, AluOp.MAX, flipped_max)
+    monkeypatch.setitem(golden.spec.ALU_FUNCTIONS, AluOp.MAX, flipped_max)
     result = invoke("diff", tmp_path / "two.vtaprog", "-b", "verilator", "--json")
     assert result.exit_code == 3, result.output
     found = json.loads(result.stdout)["divergence"]

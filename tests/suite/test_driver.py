@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import tracemalloc
 from pathlib import Path
@@ -457,3 +458,32 @@ def test_registers_doc_is_generated_from_the_register_map():
     committed = (REPO / "docs" / "registers.md").read_text()
     assert committed == regs.render_markdown(), (
         "docs/registers.md is stale: regenerate it from vta.regs.render_markdown()")
+
+
+
+def test_device_run_logs_its_counters_at_debug_only(caplog):
+    """`Device.run` reports what retired at DEBUG (the counters are read only when that is
+    logged), and nothing at INFO."""
+    with vta.open_device("golden", TINY, mem_size=1 << 16) as dev:
+        buf = dev.alloc(64)
+        dev.write(buf, encode_stream([MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP),
+                                      GemmInsn(opcode=Opcode.FINISH)], TINY))
+        caplog.set_level(logging.INFO, logger="vta.device")
+        dev.run(buf, 2)
+        assert not [r for r in caplog.records if "run done" in r.getMessage()]
+        caplog.set_level(logging.DEBUG, logger="vta.device")
+        stats = dev.run(buf, 2)
+    done = [r.getMessage() for r in caplog.records if "run done" in r.getMessage()]
+    assert stats.load_insns == 1 and stats.compute_insns == 1
+    assert len(done) == 1 and done[0].startswith("run done: 2 instructions retired, no cycles")
+
+
+def test_counters_are_read_as_64_bit_words():
+    """The driver joins each counter's two register words (high word above bit 31), and
+    reports the timing counters as None on the golden backend, whose transport reads them 0."""
+    with vta.open_device("golden", TINY, mem_size=1 << 16) as dev:
+        dev.driver.transport._counters.update(gemm_uops=5 << 32 | 7, store_insns=1 << 63)
+        read = dev.driver.read_counters()
+    assert read["gemm_uops"] == 5 << 32 | 7 and read["store_insns"] == 1 << 63
+    assert read["cycles"] is None and read["load_stall"] is None
+    assert list(read) == [name for name, _ in regs.COUNTERS]

@@ -11,6 +11,7 @@ import pytest
 
 import vta
 from vta import ops
+from vta.isa import AluOp
 
 RESNET18 = ops.RESNET18_LAYERS
 LARGEST = {"C2", "C5", "C8", "C11"}  # 115.6 M MACs each
@@ -379,9 +380,12 @@ def test_conv2d_with_a_folded_add_equals_conv_then_add(open_dev, backend, rng, c
     conv = dict(stride=s, padding=p, bias=bias, shift=7, clip=(-128, 127))
     y = ops.conv2d_packed(dev, data, kernel, **conv)
     other = rng.integers(-128, 128, y.shape, dtype=np.int8)
-    for res in (ops.Residual(1, 0, 1, 1, clip=(0, 127)), ops.Residual(0, 2, 0, 0, relu=True)):
-        want = ops.add(dev, y, other, a_lshift=res.conv_lshift, b_lshift=res.other_lshift,
-                       offset=res.offset, shift=res.shift, relu=res.relu, clip=res.clip)
+    for kw in (dict(a_lshift=1, offset=1, shift=1, clip=(0, 127)),
+               dict(b_lshift=2, relu=True)):
+        want = ops.add(dev, y, other, **kw)
+        res = ops.Residual.of_shifts(kw.get("a_lshift", 0), kw.get("b_lshift", 0),
+                                     kw.get("offset", 0), kw.get("shift", 0),
+                                     kw.get("relu", False), kw.get("clip"))
         plans = _one_plan_per_structure(cfg, data.shape, kernel.shape, s, p, residual=True)
         for plan in plans[:6 if backend != "icarus" else 1]:
             got, stats = ops.conv2d_packed(dev, data, kernel, **conv, residual=res, other=other,
@@ -398,16 +402,20 @@ def test_folded_add_refusals(device):
     data = np.zeros((1, 1, 4, 4, cfg.BATCH, cfg.BLOCK_IN), np.int8)
     kernel = np.zeros((1, 1, 3, 3, cfg.BLOCK_OUT, cfg.BLOCK_IN), np.int8)
     other = np.zeros((1, 1, 4, 4, cfg.BATCH, cfg.BLOCK_OUT), np.int8)
-    with pytest.raises(ValueError, match="other_lshift at most 6, not 7"):
+    with pytest.raises(ValueError, match="by an int8 weight, not 128"):
         ops.conv2d_packed(device, data, kernel, padding=1, clip=(-128, 127),
-                          residual=ops.Residual(other_lshift=7), other=other)
-    with pytest.raises(ValueError, match=r"clamped within int8 \(clip within -128\.\.127\), "
-                                         r"not \(-200, 127\)"):
+                          residual=ops.Residual.of_shifts(other_lshift=7), other=other)
+    with pytest.raises(ValueError, match=r"clamped within int8 .*, not \(-200, 127\)"):
         ops.conv2d_packed(device, data, kernel, padding=1, clip=(-200, 127),
                           residual=ops.Residual(), other=other)
-    with pytest.raises(ValueError, match="clamped within int8"):
+    with pytest.raises(ValueError, match="clamped within int8 .*, not no clamp"):
         ops.conv2d_packed(device, data, kernel, padding=1, residual=ops.Residual(),
-                          other=other)  # no clamp at all
+                          other=other)
+    # an epilogue ending MIN then MAX clamps as well; a row step after the clamp does not
+    clamped = ops.Epilogue(0, (), ((AluOp.MIN, 100, False), (AluOp.MAX, -5, False)))
+    assert ops._final_clamp(clamped) == (-5, 100)
+    assert ops.Residual.of_steps([], [(AluOp.ADD, 3)], []) is None  # a zero point
+    assert ops.Residual.of_steps([], [(AluOp.MUL, 99)], []).other_mult == 99
     with pytest.raises(ValueError, match=r"must have the output's packed shape"):
         ops.conv2d_packed(device, data, kernel, padding=1, clip=(-128, 127),
                           residual=ops.Residual(), other=other[:, :, :2])

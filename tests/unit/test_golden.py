@@ -1,11 +1,13 @@
 """Golden model: every instruction kind, padding, ALU edge cases, tokens, errors.
 
-Expectations are NumPy formulas written here, independent of the model.
+Expectations are NumPy formulas written here, independent of the model.  Every test runs on
+both models, the specification (``SpecModel``, the ``spec`` parameter) and the fast model
+(``GoldenModel``, ``fast``); tests/unit/test_golden_fast.py compares the two on whole
+programs.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 import tracemalloc
 
@@ -13,10 +15,10 @@ import numpy as np
 import pytest
 
 import vta
-from vta import golden, isa, regs
+from vta import golden
 from vta.config import TOKEN_QUEUE_DEPTH, Config
 from vta.errors import ErrorCode
-from vta.golden import GoldenModel
+from vta.golden import GoldenModel, SpecModel
 from vta.isa import (
     AluInsn,
     AluOp,
@@ -25,10 +27,8 @@ from vta.isa import (
     MemInsn,
     Opcode,
     Uop,
-    decode_word,
     encode_stream,
     encode_uop,
-    insn_class,
 )
 from vta.progfile.handbuilt import build_matmul
 
@@ -37,6 +37,17 @@ TINY = Config.load("tiny")
 #: TINY with a batch of 2: input rows and accumulators hold two vectors
 TINY_B2 = Config(**{**TINY.to_dict(), "LOG_BATCH": 1})
 FINISH = GemmInsn(opcode=Opcode.FINISH)
+#: The model class the running test uses (set by the ``model_class`` fixture).
+MODEL: type = GoldenModel
+
+
+@pytest.fixture(autouse=True, params=[GoldenModel, SpecModel], ids=["fast", "spec"])
+def model_class(request):
+    """Every test runs once on each model."""
+    global MODEL
+    MODEL = request.param
+    yield request.param
+    MODEL = GoldenModel
 
 
 class Rig:
@@ -44,7 +55,7 @@ class Rig:
 
     def __init__(self, cfg: Config = DEFAULT, mem_bytes: int = 1 << 22):
         self.cfg = cfg
-        self.model = GoldenModel(cfg, mem_bytes)
+        self.model = MODEL(cfg, mem_bytes)
         self.next = 0x1000
 
     def place(self, data: np.ndarray | bytes) -> int:
@@ -104,14 +115,16 @@ def test_load_2d_with_padding(mem, pads):
     addr = rig.place(dram)
     eb = cfg.elem_bytes_of(mem)
     base = 5
+    sram = getattr(rig.model.sp, mem.lower())
+    sram[...] = junk = rand(rng, sram.shape, 1, 100, dtype)  # what the pads must overwrite
     counters = rig.run([load(MemId[mem], base, addr // eb, ysz, xsz, stride, y_pad_0=y0,
                              y_pad_1=y1, x_pad_0=x0, x_pad_1=x1), FINISH])
     expected = np.zeros((y0 + ysz + y1, x0 + xsz + x1, *elem), dtype)
     expected[y0:y0 + ysz, x0:x0 + xsz] = dram[:, :xsz]
-    sram = getattr(rig.model.sp, mem.lower())
     n = expected.shape[0] * expected.shape[1]
     np.testing.assert_array_equal(sram[base:base + n], expected.reshape(n, *elem))
-    assert not sram[:base].any() and not sram[base + n:].any()
+    np.testing.assert_array_equal(sram[:base], junk[:base])
+    np.testing.assert_array_equal(sram[base + n:], junk[base + n:])
     assert getattr(counters, f"{mem.lower()}_load_bytes") == ysz * xsz * eb
 
 
@@ -199,15 +212,19 @@ def test_gemm_accumulation_wraps_at_32_bits():
 
 
 def test_reduction_beyond_float32_exactness_is_still_exact():
-    """K = 80 reduction steps x 16 lanes with extreme values: exercised in float64."""
+    """K = 80 reduction steps x 16 lanes of large products of one sign: sums beyond 2**24,
+    odd on the way, which float32 cannot hold (the fast model must sum in float64)."""
+    rng = np.random.default_rng(2)
     rig = Rig()
     sp = rig.model.sp
-    sp.inp[:80] = -128
-    sp.wgt[:80] = -128
+    sp.inp[:80] = rng.choice([127, 125, 123], sp.inp[:80].shape)
+    sp.wgt[:80] = rng.choice([127, 126, 121], sp.wgt[:80].shape)
     sp.uop[0] = 0
     rig.run([GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=80, iter_in=1,
                       src_factor_out=1, wgt_factor_out=1), FINISH])
-    assert (sp.acc[0] == 80 * 16 * 128 * 128).all()
+    want = np.einsum("kbi,koi->bo", sp.inp[:80].astype(np.int64), sp.wgt[:80].astype(np.int64))
+    assert want.min() > 2**24 and (want % 2).any()
+    np.testing.assert_array_equal(sp.acc[0], want)
 
 
 def test_store_reads_out_not_acc():
@@ -344,7 +361,7 @@ def test_overlapped_tiled_matmul(cfg, shape, caps):
     a = rand(rng, (m, k), -128, 128, np.int8)
     w = rand(rng, (n, k), -128, 128, np.int8)
     prog = build_matmul(cfg, m, k, n, shift=6, **caps)
-    model = GoldenModel(cfg, prog.end)
+    model = MODEL(cfg, prog.end)
     prog.write(model.mem, a, w)
     order = []
     counters = model.run(prog.insn_addr, prog.insn_count, trace=order.append)
@@ -513,6 +530,38 @@ def test_dram_outside_device_memory():
     assert info.value.code == ErrorCode.DRAM_RANGE
 
 
+def test_bus_error_window_names_the_failing_burst():
+    """Memory answering with an error response (``bus_error``, whole pages): a row that
+    starts inside the window fails at its first bus word, one entering it from below at the
+    window's first byte; a STORE meeting it writes none of its rows; the fetch names the
+    first instruction of the failing burst."""
+    window = (0x8000, 0x9000)
+    rig = Rig(TINY, 1 << 16)  # 8-byte bus words
+    rig.model.bus_error = window
+    rig.model.sp.out[:4] = 5
+    e = TINY.INP_ELEM_BYTES
+    for insn, module, addr, what in [
+        (load(MemId.INP, 0, 0x800C // e, 1, 2, 2), "load", 0x8008, "bytes 0x800c..0x8014"),
+        (load(MemId.INP, 0, 0x7FFC // e, 1, 2, 2), "load", 0x8000, "bytes 0x7ffc..0x8004"),
+        (load(MemId.INP, 0, 0x7FF0 // e, 2, 2, 6), "load", 0x8008, "bytes 0x8008..0x8010"),
+        (store(0, 0x7FE0 // e, 2, 2, 8), "store", 0x8000, "bytes 0x8000..0x8008")]:
+        with pytest.raises(vta.ExecutionError) as info:
+            rig.run([insn, FINISH])
+        err = info.value
+        assert str(err) == (f"instruction 0 ({module}): bus error: the memory answered the DRAM "
+                            f"burst at 0x{addr:x} with an error response (dram_base "
+                            f"{insn.dram_base}: {what}; error window 0x8000..0x9000)")
+        assert (err.module, err.index, err.field, err.code, err.address) == (
+            module, 0, "dram_base", ErrorCode.BUS_ERROR, addr)
+    assert not rig.model.mem[0x7FE0:0x8000].any()  # the STORE's first row is not written
+    rig.model.mem[0x7FE0:0x8020] = np.frombuffer(encode_stream([FINISH] * 4, TINY), np.uint8)
+    with pytest.raises(vta.ExecutionError, match=r"^instruction 2 \(fetch\): bus error: the "
+                       r"memory answered the DRAM burst at 0x8000 .*\(instructions: bytes "
+                       r"0x7fe0..0x8020;") as info:
+        rig.model.run(0x7FE0, 4)
+    assert (info.value.module, info.value.index, info.value.address) == ("fetch", 2, 0x8000)
+
+
 def test_token_overflow():
     insns = [load(MemId.INP, 0, 0, 0, 0, 0, push_next_dep=1)] * (TOKEN_QUEUE_DEPTH + 1)
     expect_fault(insns + [FINISH],
@@ -543,56 +592,6 @@ def test_scratchpads_persist_across_runs_and_plans_track_micro_ops():
 
 
 # ------------------------------------------------- large nests and deadlines
-def nest_reference(sp, uops, insn):
-    """Expected ACC after a GEMM or ALU nest, one micro-op at a time, and OUT (0 where the
-    nest wrote nothing)."""
-    acc = sp.acc.astype(np.int64)
-    written = np.zeros(acc.shape[0], bool)
-    gemm = insn.opcode == Opcode.GEMM
-    for o in range(insn.iter_out):
-        for i in range(insn.iter_in):
-            for u in uops:
-                d = u.dst_idx + o * insn.dst_factor_out + i * insn.dst_factor_in
-                s = u.src_idx + o * insn.src_factor_out + i * insn.src_factor_in
-                if gemm:
-                    w = u.wgt_idx + o * insn.wgt_factor_out + i * insn.wgt_factor_in
-                    acc[d] = wrap32(acc[d] + sp.inp[s].astype(np.int64) @ sp.wgt[w].T)
-                else:  # ADD with a source: reads what earlier micro-ops wrote
-                    acc[d] = wrap32(acc[d] + acc[s])
-                written[d] = True
-    return acc, np.where(written[:, None, None], acc, 0).astype(np.int8)
-
-
-@pytest.mark.parametrize("chunk", [1 << 16, 40, 7], ids=["one-piece", "outer-split", "inner-split"])
-@pytest.mark.parametrize("kind", ["gemm", "alu"])
-def test_nests_run_in_pieces_give_the_serial_result(monkeypatch, kind, chunk):
-    """A nest larger than CHUNK_UOPS runs in pieces (whole outer, or inner, iterations):
-    the result must not depend on the piece size, including ALU read-after-write chains
-    that cross piece boundaries and GEMM reductions split across pieces."""
-    monkeypatch.setattr(golden, "CHUNK_UOPS", chunk)
-    rng = np.random.default_rng(17)
-    rig = Rig(TINY)
-    sp = rig.model.sp
-    sp.acc[:] = rand(rng, sp.acc.shape, -2**31, 2**31, np.int32)
-    sp.inp[:] = rand(rng, sp.inp.shape, -128, 128, np.int8)
-    sp.wgt[:] = rand(rng, sp.wgt.shape, -128, 128, np.int8)
-    if kind == "gemm":  # dst factor 0 on the inner loop: a reduction cut by the pieces
-        uops = [Uop(0, 0, 0), Uop(1, 3, 2), Uop(4, 1, 5)]
-        insn = GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=3, iter_out=5, iter_in=6,
-                        dst_factor_out=5, dst_factor_in=0, src_factor_out=7, src_factor_in=2,
-                        wgt_factor_out=3, wgt_factor_in=1)
-    else:  # dst k reads k - 1, written one step earlier (also across pieces)
-        uops = [Uop(1, 0, 0), Uop(2, 1, 0)]
-        insn = alu(AluOp.ADD, 0, 2, iter_out=5, iter_in=6, dfo=12, dfi=2, sfo=12, sfi=2)
-    for k, u in enumerate(uops):
-        sp.uop[k] = int.from_bytes(encode_uop(u, TINY), "little")
-    acc, out = nest_reference(sp, uops, insn)
-    counters = rig.run([insn, FINISH])
-    np.testing.assert_array_equal(sp.acc, acc.astype(np.int32))
-    np.testing.assert_array_equal(sp.out, out)
-    assert counters.gemm_uops + counters.alu_uops == 5 * 6 * len(uops)
-
-
 def test_deadline_stops_a_huge_nest_in_bounded_memory():
     """2**41 micro-ops: the model stops at the deadline, inside the nest, without growing."""
     rig = Rig()
@@ -625,45 +624,11 @@ def test_deadline_is_checked_between_instructions():
     assert rig.model.counters.load_insns == 0
 
 
-@pytest.mark.parametrize("cfg", [DEFAULT, TINY], ids=["default", "tiny"])
-def test_block_decoding_equals_decode_word(cfg):
-    """The model decodes a block of instructions at once with NumPy; every field of every
-    kind of instruction (random words, negative immediates included) must come out exactly
-    as isa.decode_word gives it, with the engine and token queues of vta-reference 3.8."""
-    rng = np.random.default_rng(23)
-    words = rng.integers(0, 2**63, (600, 2), dtype=np.int64).astype(np.uint64) * 2 + \
-        rng.integers(0, 2, (600, 2), dtype=np.int64).astype(np.uint64)  # all 64 bits random
-    words[:, 0] = (words[:, 0] & ~np.uint64(7)) | (np.arange(600) % 5).astype(np.uint64)
-    rig = Rig(cfg)
-    addr = rig.place(words.astype("<u8"))
-    fetched, codes, queues = rig.model.fetch(addr, len(words))
-    block = golden._decode_block(fetched, codes, rig.model._decoding)
-    engines = []
-    for (low, high), fields, links in zip(words.tolist(), *block, strict=True):
-        expected = decode_word(low | high << 64, cfg)
-        # a decoded instruction is the list of its fields in its class's order
-        assert fields == list(expected.fields().values())
-        insn = insn_class(fields[0])(*fields)
-        assert insn == expected and type(insn) is type(expected)
-        engine = isa.dispatch_engine(expected)
-        engines.append(engine)
-        flags = [f for f in golden.DEP_FLAGS if getattr(expected, f)]
-        assert links.pops == tuple(isa.POP_QUEUE[(engine, f)] for f in flags
-                                   if (engine, f) in isa.POP_QUEUE)
-        assert links.pushes == tuple((isa.PUSH_QUEUE[(engine, f)], f) for f in flags
-                                     if (engine, f) in isa.PUSH_QUEUE)
-        assert links.forbidden == next(
-            (f for f in flags if f in isa.FORBIDDEN_FLAGS[engine]), None)
-    for engine, indices in queues.items():
-        assert indices == [i for i, e in enumerate(engines) if e == engine]
-    assert any(fields[-1] < 0 for fields in block[0] if fields[0] == Opcode.ALU)  # imm
-
-
 def test_long_stream_decodes_in_bounded_memory(monkeypatch):
     """Only a few decoded blocks stay: a 10,000-instruction stream runs in little memory, and
     instructions of dropped blocks decode again when their engine reaches them."""
-    monkeypatch.setattr(golden, "_BLOCK", 256)
-    monkeypatch.setattr(golden, "_BLOCKS_KEPT", 4)
+    monkeypatch.setattr(golden.fast.decode, "BLOCK", 256)
+    monkeypatch.setattr(golden.fast.decode, "BLOCKS_KEPT", 4)
     rig = Rig()
     n = 10_000  # loads run ahead of the stores they signal: both engines' blocks are in use
     stream = [load(MemId.INP, 0, 0, 0, 0, 0, push_next_dep=1),
@@ -678,133 +643,6 @@ def test_long_stream_decodes_in_bounded_memory(monkeypatch):
     assert (counters.load_insns, counters.compute_insns, counters.tokens["l2g"]) == (
         n // 2, n // 2 + 1, n // 2)
     assert peak < 2 << 20, f"peak {peak / 2**20:.1f} MiB"
-
-
-@pytest.mark.parametrize("layout, uops, loops", [
-    # 2 inputs x 3 weights, destination w*2 + x: the product table itself
-    ("table", [Uop(0, 0, 0), Uop(2, 0, 1), Uop(4, 0, 2)], dict(
-        iter_out=2, iter_in=3, dst_factor_out=1, src_factor_out=5, src_factor_in=1,
-        wgt_factor_in=4)),
-    # weights and inputs in descending order: the table too, its keys in that order
-    ("table", [Uop(0, 7, 2), Uop(1, 3, 2), Uop(2, 7, 1), Uop(3, 3, 1), Uop(4, 7, 0),
-               Uop(5, 3, 0)], dict(iter_out=1, iter_in=1)),
-    # destination x*3 + w: the product table transposed, picked
-    ("picked", [Uop(0, 0, 0), Uop(1, 0, 1), Uop(2, 0, 2)], dict(
-        iter_out=2, iter_in=3, dst_factor_out=3, src_factor_out=5, src_factor_in=1,
-        wgt_factor_in=4)),
-    # every combination, destinations in another order: picked from the table
-    ("picked", [Uop(5, 0, 0), Uop(0, 0, 1), Uop(3, 0, 2)], dict(
-        iter_out=2, iter_in=1, dst_factor_out=1, src_factor_out=7)),
-    # weight-major blocks, inputs in descending order inside each: the table
-    ("table", [Uop(1, 0, 0), Uop(0, 5, 0)], dict(
-        iter_out=3, iter_in=1, dst_factor_out=2, wgt_factor_out=4)),
-    # input-major blocks but weights reversed inside each: picked
-    ("picked", [Uop(1, 0, 0), Uop(0, 0, 4)], dict(
-        iter_out=3, iter_in=1, dst_factor_out=2, src_factor_out=5)),
-    # a whole table in destination order but for one destination taken twice: summed
-    ("picked", [Uop(2, 1, 0), Uop(0, 0, 0), Uop(2, 2, 0)], dict(iter_out=1, iter_in=1)),
-    # inputs repeating in destination order, but the second block mixes two weights
-    ("picked", [Uop(0, 5, 0), Uop(1, 6, 0), Uop(2, 5, 1), Uop(3, 6, 2)], dict(
-        iter_out=1, iter_in=1)),
-    # two pairs of the first weight, one of the second: not a whole table
-    ("picked", [Uop(0, 0, 0), Uop(1, 1, 0), Uop(2, 0, 1)], dict(iter_out=1, iter_in=1)),
-    # a diagonal: few of the combinations, one product per weight's group
-    ("grouped", [Uop(k, k, k) for k in range(6)], dict(iter_out=1, iter_in=2, src_factor_in=9,
-                                                        wgt_factor_in=9)),
-])
-@pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["batch1", "batch2"])
-def test_gemm_product_layouts_match_the_serial_result(layout, uops, loops, cfg):
-    """Each way the plan turns products into destinations, against the one-at-a-time sum."""
-    assert gemm_nest_plan(cfg, uops, loops, seed=31).layout == layout
-
-
-def gemm_nest_plan(cfg: Config, uops: list[Uop], loops: dict, seed: int) -> golden._GemmPlan:
-    """Run one GEMM nest on random scratchpads, check ACC and OUT against the
-    one-at-a-time sum, and return the nest's plan."""
-    rng = np.random.default_rng(seed)
-    rig = Rig(cfg)
-    sp = rig.model.sp
-    sp.acc[:] = rand(rng, sp.acc.shape, -2**31, 2**31, np.int32)
-    sp.inp[:] = rand(rng, sp.inp.shape, -128, 128, np.int8)
-    sp.wgt[:] = rand(rng, sp.wgt.shape, -128, 128, np.int8)
-    for k, u in enumerate(uops):
-        sp.uop[k] = int.from_bytes(encode_uop(u, cfg), "little")
-    insn = GemmInsn(opcode=Opcode.GEMM, uop_end=len(uops), **loops)
-    acc, out = nest_reference(sp, uops, insn)
-    rig.run([insn, FINISH])
-    np.testing.assert_array_equal(sp.acc, acc.astype(np.int32))
-    np.testing.assert_array_equal(sp.out, out)
-    [plan] = [p for p in rig.model._plans.values() if isinstance(p, golden._GemmPlan)]
-    return plan
-
-
-#: a conv tile as ops.conv2d makes it: micro-ops (x, channel chunk c) over output rows (the
-#: outer loop) and reduction steps (the inner loop), destination x + 3 * row + 9 * c
-CONV_TILE = ([Uop(x + 9 * c, 2 * x, 2 * c) for c in range(4) for x in range(3)], dict(
-    iter_out=3, dst_factor_out=3, src_factor_out=7, iter_in=2, src_factor_in=20,
-    wgt_factor_in=1))
-
-
-@pytest.mark.parametrize("grid, uops, loops", [
-    (True, *CONV_TILE),
-    # one micro-op axis of weights, a loop of inputs, a reduction over both
-    (True, [Uop(0, 0, 0), Uop(2, 0, 1), Uop(4, 0, 2)], dict(
-        iter_out=2, iter_in=3, dst_factor_out=1, src_factor_out=5, src_factor_in=1,
-        wgt_factor_in=4)),
-    # three micro-op axes, two of inputs (not consecutive), no loops
-    (True, [Uop(x + 2 * y + 4 * c, x + 3 * y, c) for c in range(2) for y in range(2)
-            for x in range(2)], dict(iter_out=1, iter_in=1)),
-    # inputs consecutive, a loop of weights, no reductions
-    (True, [Uop(u, u, 0) for u in range(5)], dict(iter_out=3, dst_factor_out=5,
-                                                  wgt_factor_out=1, iter_in=1)),
-    # the conv tile with one micro-op's input off its grid: a grid along dst only
-    (False, CONV_TILE[0][:4] + [Uop(4, 3, 0)] + CONV_TILE[0][5:], CONV_TILE[1]),
-    # ... and with one micro-op's weight off
-    (False, CONV_TILE[0][:10] + [Uop(19, 2, 5)] + CONV_TILE[0][11:], CONV_TILE[1]),
-    # destination x * 3 + w: the table transposed
-    (False, [Uop(0, 0, 0), Uop(1, 0, 1), Uop(2, 0, 2)], dict(
-        iter_out=2, iter_in=3, dst_factor_out=3, src_factor_out=5, src_factor_in=1,
-        wgt_factor_in=4)),
-    # an axis moving input and weight together
-    (False, [Uop(k, k, k) for k in range(6)], dict(iter_out=1, iter_in=1)),
-    # destinations descending; inputs descending
-    (False, [Uop(5 - u, u, 0) for u in range(6)], dict(iter_out=2, dst_factor_out=6,
-                                                       wgt_factor_out=1, iter_in=1)),
-    (False, [Uop(u, 5 - u, 0) for u in range(6)], dict(iter_out=2, dst_factor_out=6,
-                                                       wgt_factor_out=1, iter_in=1)),
-    # five micro-ops: a first axis of three, then no whole axis
-    (False, [Uop(0, 0, 0), Uop(1, 1, 0), Uop(2, 2, 0), Uop(3, 0, 1), Uop(4, 1, 1)], dict(
-        iter_out=1, iter_in=1)),
-    # a destination repeated; a gap between destinations
-    (False, [Uop(0, 0, 0), Uop(0, 1, 0)], dict(iter_out=2, dst_factor_out=1, wgt_factor_out=1,
-                                               iter_in=1)),
-    (False, [Uop(x + 4 * c, x, c) for c in range(2) for x in range(3)], dict(
-        iter_out=1, iter_in=1)),
-])
-@pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["batch1", "batch2"])
-def test_gemm_grid_tables_match_the_serial_result(monkeypatch, grid, uops, loops, cfg):
-    """A GEMM nest whose micro-ops are a grid and, with its loops, a product table is planned
-    from its axes (``_grid_table``), anything irregular from its pairs: against the
-    one-at-a-time sum, and the same plan (layout, rows read, destinations) as the pairs
-    give."""
-    found = []
-
-    def spy(rel, par):
-        found.append(real(rel, par))
-        return found[-1]
-
-    real = golden._grid_table
-    plans = []
-    for table in (spy, lambda rel, par: None):  # then every plan from its pairs
-        monkeypatch.setattr(golden, "_grid_table", table)
-        plans.append(gemm_nest_plan(cfg, uops, loops, seed=5))
-    assert [f is not None for f in found] == [grid]
-    fast, general = plans
-    assert (fast.layout, fast.nx, fast.nw) == (general.layout, general.nx, general.nw)
-    for rows in ("dst", "x_rows", "w_rows"):
-        got, want = getattr(fast, rows), getattr(general, rows)
-        assert type(got) is type(want)
-        assert got == want if isinstance(want, slice) else got.tolist() == want.tolist()
 
 
 @pytest.mark.parametrize("n_out, n_in, f_out, f_in", [
@@ -845,31 +683,3 @@ def test_alu_reading_entries_it_writes_later_sees_their_old_values():
     rig.run([alu(AluOp.ADD, 0, 1, iter_in=9, dfi=1, sfi=1), FINISH])
     np.testing.assert_array_equal(sp.acc[:10, 0, 0], [3, 5, 7, 9, 11, 13, 15, 17, 19, 10])
     np.testing.assert_array_equal(sp.out[:9, 0, 0], [3, 5, 7, 9, 11, 13, 15, 17, 19])
-
-
-def test_device_run_logs_its_counters_at_debug_only(caplog):
-    """`Device.run` reports what retired at DEBUG (the counters are read only when that is
-    logged), and nothing at INFO."""
-    with vta.open_device("golden", TINY, mem_size=1 << 16) as dev:
-        buf = dev.alloc(64)
-        dev.write(buf, encode_stream([MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP),
-                                      FINISH], TINY))
-        caplog.set_level(logging.INFO, logger="vta.device")
-        dev.run(buf, 2)
-        assert not [r for r in caplog.records if "run done" in r.getMessage()]
-        caplog.set_level(logging.DEBUG, logger="vta.device")
-        stats = dev.run(buf, 2)
-    done = [r.getMessage() for r in caplog.records if "run done" in r.getMessage()]
-    assert stats.load_insns == 1 and stats.compute_insns == 1
-    assert len(done) == 1 and done[0].startswith("run done: 2 instructions retired, no cycles")
-
-
-def test_counters_are_read_as_64_bit_words():
-    """The driver joins each counter's two register words (high word above bit 31), and
-    reports the timing counters as None on the golden backend, whose transport reads them 0."""
-    with vta.open_device("golden", TINY, mem_size=1 << 16) as dev:
-        dev.driver.transport._counters.update(gemm_uops=5 << 32 | 7, store_insns=1 << 63)
-        read = dev.driver.read_counters()
-    assert read["gemm_uops"] == 5 << 32 | 7 and read["store_insns"] == 1 << 63
-    assert read["cycles"] is None and read["load_stall"] is None
-    assert list(read) == [name for name, _ in regs.COUNTERS]

@@ -1,32 +1,53 @@
-"""The golden model's fast paths give exactly what its general paths give.
+"""The fast golden model gives exactly what the specification model gives.
 
-Six fast paths: a LOAD or STORE without padding whose rows do not overlap and lie inside
-memory with their whole strides (and no bus-error window) is one slice assignment
-(``GoldenModel._plain_step``), and such STOREs, and such LOADs of INP and WGT, wait to be
-copied together with the next ones that continue their pattern (``Scratchpads.store``,
-``Scratchpads.load``); an ALU operation with an immediate over
-one slice of distinct ACC entries is deferred and applied together with the next ones on the
-same entries (``Scratchpads.defer``); a GEMM into one slice of ACC entries writes their OUT
-entries only when they are settled (``Scratchpads.defer_out``); a reset of one slice waits,
-and a GEMM into exactly that slice then writes its sums (``Scratchpads.defer_reset``); a nest
-whose micro-ops are those of an earlier nest with every field shifted is not decoded again
-(``_field_shift``).  Every test runs the same programs on a model as it is and on one with
-the fast paths turned off -- every LOAD/STORE through the general path (copied when it
-retires), every ALU operation and reset applied and every GEMM's OUT written when it retires,
-every nest's fields extracted -- and requires the same memory, scratchpads, counters, tokens,
-trace and fault.  The general paths are what the rest of the golden tests check against
-NumPy formulas.
+``GoldenModel`` (vta/golden/fast/) is built for speed: loop nests run through cached
+plans (GEMM plans with product tables, read from the micro-ops' grid when they form one;
+ALU plans split into hazard-free segments), nests of more than ``CHUNK_UOPS`` micro-ops run
+in pieces, a nest whose micro-ops are an earlier nest's shifted by a constant reuses its
+fields (``_field_shift``), ALU epilogues, a GEMM's OUT writes and resets wait to be applied
+together (``Scratchpads.defer``, ``defer_out``, ``defer_reset``), plain LOADs and STOREs are
+slice copies and runs of them one strided copy (``_plain_step``, ``Scratchpads.load`` and
+``store``), weight tiles converted to float are kept (``Scratchpads.wgt_float``), and the
+stream is decoded in blocks.  ``SpecModel`` (vta/golden/spec.py) does none of that: one
+instruction, one micro-op at a time.
+
+Every test runs programs on both and requires the same memory, scratchpads, counters,
+tokens, trace and fault (type, message, module, index, field, code, address): every kind
+of the regression generator (more seeds under ``-m slow``; ``vta regress --against spec``
+at scale), the program suite (tests/hand_programs.py, tests/sim/rtl/rtl_programs.py, the
+hand-built matmuls of vta.progfile.handbuilt, vta.ops convolutions) and streams aimed at one
+fast path each, instrumented to show that the path was taken.  The specification itself is
+checked against NumPy formulas in tests/unit/test_golden.py.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from hand_programs import GEMM_1X4
 
+import vta
+from vta import golden, isa, ops, progfile
 from vta.config import Config
 from vta.errors import DeadlockError, ExecutionError
-from vta.golden import GoldenModel
-from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, Uop, encode_stream, encode_uop
+from vta.golden import GoldenModel, SpecModel
+from vta.isa import (
+    AluInsn,
+    AluOp,
+    GemmInsn,
+    MemId,
+    MemInsn,
+    Opcode,
+    Uop,
+    decode_word,
+    encode_stream,
+    encode_uop,
+    insn_class,
+)
+from vta.progfile.handbuilt import build_matmul
+from vta.regress.configs import parse_configs
 from vta.regress.generator import ARENA_BYTES, KINDS, generate
 
 DEFAULT = Config.load("default")
@@ -35,66 +56,53 @@ TINY_B2 = Config(**{**TINY.to_dict(), "LOG_BATCH": 1})
 FINISH = GemmInsn(opcode=Opcode.FINISH)
 
 
-def general(model: GoldenModel) -> GoldenModel:
-    """``model`` with its fast paths off (instance attributes shadow the methods)."""
-    model._plain_step = lambda *args: None
-    sp = model.sp
-
-    def apply_now(rows, func, imm):
-        sp.pending = (rows, [(func, imm)], True)
-        sp.settle()
-
-    def write_out_now(rows):
-        sp.settle()
-        sp.out2[rows] = sp.acc2[rows]
-
-    def reset_now(rows):
-        sp.settle()
-        sp.acc2[rows] = 0
-
-    class NoReferences(dict):  # every nest's fields extracted, none taken as a shifted copy
-        def __setitem__(self, key, value):
-            pass
-
-    sp.defer = apply_now
-    sp.defer_out = write_out_now
-    sp.defer_reset = reset_now
-    model._nest_refs = NoReferences()
-    return model
+# ------------------------------------------------------------------ comparing
+def fault_of(exc: Exception) -> tuple:
+    """Everything a fault reports."""
+    return (type(exc).__name__, str(exc), getattr(exc, "module", None),
+            getattr(exc, "index", None), getattr(exc, "field", None), exc.code,
+            getattr(exc, "address", None), getattr(exc, "stuck", None))
 
 
-def state(model: GoldenModel) -> dict:
+def state(model) -> dict:
     return {"mem": model.mem.copy(), "counters": model.counters.as_dict(),
             "tokens": dict(model.tokens),
             **{name: buf.copy() for name, buf in model.sp.buffers().items()}}
 
 
-def run(model: GoldenModel, addr: int, count: int) -> dict:
+def run(model, addr: int, count: int) -> dict:
     events = []
     try:
         model.run(addr, count, trace=events.append)
         fault = None
     except (ExecutionError, DeadlockError) as exc:
-        fault = (type(exc).__name__, str(exc))
+        fault = fault_of(exc)
     return {"fault": fault, "trace": events, **state(model)}
 
 
-def assert_same(fast: dict, slow: dict, what: str) -> None:
-    assert fast.keys() == slow.keys()
-    for key, value in slow.items():
+def assert_same(fast: dict, spec: dict, what: str) -> None:
+    assert fast.keys() == spec.keys()
+    for key, value in spec.items():
         if isinstance(value, np.ndarray):
             diff = np.flatnonzero(fast[key].reshape(-1) != value.reshape(-1))
-            assert not diff.size, f"{what}: {key} differs at element {diff[0]} ({diff.size} differ)"
+            assert not diff.size, (f"{what}: {key} differs at element {diff[0]} ({diff.size} "
+                                   "differ)")
+        elif key == "trace" and fast[key] != value:
+            pairs = zip(fast[key], value, strict=False)
+            k = next((k for k, (a, b) in enumerate(pairs) if a != b),
+                     min(len(fast[key]), len(value)))
+            raise AssertionError(f"{what}: trace differs at event {k}: fast "
+                                 f"{fast[key][k:k + 1]}, spec {value[k:k + 1]}")
         else:
-            assert fast[key] == value, f"{what}: {key} differs"
+            assert fast[key] == value, f"{what}: {key} differs: fast {fast[key]}, spec {value}"
 
 
-def both(cfg: Config, mem_bytes: int) -> tuple[GoldenModel, GoldenModel]:
-    return GoldenModel(cfg, mem_bytes), general(GoldenModel(cfg, mem_bytes))
+def both(cfg: Config, mem_bytes: int) -> tuple[GoldenModel, SpecModel]:
+    return GoldenModel(cfg, mem_bytes), SpecModel(cfg, mem_bytes)
 
 
 def run_both(models, data: np.ndarray, stream: np.ndarray, insn_dram: int, count: int,
-             what: str, **buffers) -> None:
+             what: str, **buffers) -> list[dict]:
     """Run ``count`` instructions of ``stream`` (at ``insn_dram``, over memory ``data``,
     scratchpads ``buffers`` by name set first) on each model; require the same outcome."""
     outcomes = []
@@ -105,24 +113,152 @@ def run_both(models, data: np.ndarray, stream: np.ndarray, insn_dram: int, count
             getattr(model.sp, name)[...] = value
         outcomes.append(run(model, insn_dram, count))
     assert_same(*outcomes, what)
+    return outcomes
 
 
-@pytest.mark.parametrize("cfg", [DEFAULT, TINY_B2], ids=["default", "tiny-batch2"])
-def test_fast_paths_on_generated_programs(cfg):
-    """Every kind of `vta regress` program (random shapes, padding, strides, memory types,
-    overlapping STORE rows, padding-only LOADs, every fault), on both models."""
+def replay(models, image: np.ndarray, insn_addr: int, insn_count: int, what: str,
+           bus_error: tuple[int, int] | None = None) -> list[dict]:
+    """Give each model a copy of ``image`` as its memory (scratchpads kept, as the hardware
+    keeps them between runs) and run the stream on it; require the same outcome."""
+    outcomes = []
+    for model in models:
+        model.mem = image.copy()
+        model.bus_error = bus_error
+        outcomes.append(run(model, insn_addr, insn_count))
+    assert_same(*outcomes, what)
+    return outcomes
+
+
+# ---------------------------------------------------- the regression generator
+def check_generated(cfg: Config, kind: str, seeds) -> None:
     base = 0x10000
-    for kind in KINDS:
-        for seed in (0, 1):
-            case = generate(cfg, seed, base, kind)
-            image = np.frombuffer(bytes(case.image()), dtype=np.uint8)
-            outcomes = []
-            for model in both(cfg, base + ARENA_BYTES):
-                model.mem[base:base + image.size] = image
-                outcomes.append(run(model, case.insn_addr, case.insn_count))
-            assert_same(*outcomes, case.describe())
+    for seed in seeds:
+        case = generate(cfg, seed, base, kind)
+        image = np.zeros(base + ARENA_BYTES, dtype=np.uint8)
+        data = np.frombuffer(bytes(case.image()), dtype=np.uint8)
+        image[base:base + data.size] = data
+        replay(both(cfg, 1), image, case.insn_addr, case.insn_count, case.describe())
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("cfg", [DEFAULT, TINY_B2], ids=["default", "tiny-batch2"])
+def test_generated_programs(cfg, kind):
+    """Every kind of `vta regress` program (random shapes, padding, strides, memory types,
+    overlapping STORE rows, padding-only LOADs, full token queues, every fault)."""
+    check_generated(cfg, kind, range(3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("cfg", [TINY, DEFAULT, *parse_configs("random:3", 22)],
+                         ids=lambda cfg: cfg.name)
+def test_generated_programs_many_seeds(cfg, kind):
+    check_generated(cfg, kind, range(3, 40))
+
+
+# ------------------------------------------------------------ the program suite
+def test_hand_written_program():
+    """The hand-written program file of the CLI tests."""
+    prog = progfile.parse(GEMM_1X4)
+    image = np.frombuffer(prog.read(0, prog.end), dtype=np.uint8)
+    fast, spec = replay(both(prog.cfg, 1), image, prog.insn_addr, prog.insn_count, "GEMM_1X4")
+    assert fast["fault"] is None and fast["counters"]["gemm_uops"] == 1
+
+
+@pytest.mark.parametrize("cfg", [TINY, DEFAULT, TINY_B2], ids=["tiny", "default", "tiny-batch2"])
+def test_rtl_test_programs(cfg, monkeypatch):
+    """The programs of the RTL tests, one after the other on the same scratchpads: matmuls,
+    the mixed program (every instruction kind, padding, strides, hazards), forwarding,
+    zero-fill, one program per fault, one per bus-error stream."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "sim" / "rtl"))
+    from rtl_programs import bus_errors, faults, forwarding, matmul, mixed, zero_fill
+
+    mem_size = 1 << 20
+    rng = np.random.default_rng(1)
+    b, blk = cfg.BATCH, cfg.BLOCK
+    programs = [zero_fill(cfg), matmul(cfg, rng, 2 * b, 2 * blk, 3 * blk), mixed(cfg, rng),
+                forwarding(cfg, rng), matmul(cfg, rng, 3 * b, 2 * blk, 2 * blk, shift=None),
+                *faults(cfg, mem_size), *bus_errors(cfg)]
+    models = both(cfg, 1)
+    for prog in programs:
+        replay(models, prog.image(cfg, mem_size), prog.insn_addr, prog.insn_count,
+               f"{cfg.name} {prog.name}", prog.bus_error)
+
+
+MATMULS = [(DEFAULT, (64, 48, 80), {}), (TINY, (36, 20, 40), {}),
+           (TINY, (36, 20, 40), {"col_blocks": 3, "row_blocks": 5}),
+           (TINY_B2, (12, 8, 20), {})]
+
+
+def check_matmul(cfg: Config, shape, caps) -> None:
+    m, k, n = shape
+    rng = np.random.default_rng(5)
+    prog = build_matmul(cfg, m, k, n, shift=6, **caps)
+    image = np.zeros(prog.end, dtype=np.uint8)
+    prog.write(image, rng.integers(-128, 128, (m, k), dtype=np.int8),
+               rng.integers(-128, 128, (n, k), dtype=np.int8))
+    replay(both(cfg, 1), image, prog.insn_addr, prog.insn_count, f"matmul {shape} {caps}")
+
+
+@pytest.mark.parametrize("cfg, shape, caps", MATMULS,
+                         ids=["default", "tiny", "tiny-chunked", "tiny-batch2"])
+def test_matmul_programs(cfg, shape, caps):
+    """Hand-built tiled matmuls: loads, GEMMs and stores overlapped by tokens."""
+    check_matmul(cfg, shape, caps)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("caps", [{}, {"col_blocks": 4, "row_blocks": 32}],
+                         ids=["whole", "chunked"])
+def test_matmul_256(caps):
+    check_matmul(DEFAULT, (256, 256, 256), caps)
+
+
+def captured_runs(cfg: Config, folder, body) -> list[progfile.Program]:
+    """The runs ``body(device)`` makes on a golden device, as captured program files."""
+    with vta.open_device("golden", cfg, capture=folder) as dev:
+        body(dev)
+    return [progfile.load(path) for path in sorted(folder.glob(f"run-*{progfile.SUFFIX}"))]
+
+
+def check_captured(cfg: Config, runs: list[progfile.Program]) -> None:
+    models = both(cfg, 1)
+    for number, prog in enumerate(runs):
+        image = np.frombuffer(prog.read(0, prog.mem_size or prog.end), dtype=np.uint8)
+        fast, _ = replay(models, image, prog.insn_addr, prog.insn_count, f"run {number}")
+        assert fast["fault"] is None
+
+
+def conv_layers(cfg: Config, layers) -> callable:
+    """A body running ``ops.conv2d`` on each of ``layers`` (H, W, C, O, kernel, pad, stride)
+    with upstream's epilogue (>> 8, ReLU, clip to 127)."""
+    def body(dev):
+        rng = np.random.default_rng(9)
+        for h, w, c, o, k, pad, stride in layers:
+            ops.conv2d(dev, rng.integers(-128, 128, (1, c, h, w), dtype=np.int8),
+                       rng.integers(-128, 128, (o, c, k, k), dtype=np.int8), stride=stride,
+                       padding=pad, shift=8, relu=True, clip=(0, 127))
+    return body
+
+
+def test_conv2d_programs(tmp_path):
+    """vta.ops convolutions (3x3 and strided 1x1, several channel chunks): the conv tiles
+    the GEMM grid tables, copy runs and deferred epilogues are built for."""
+    runs = captured_runs(DEFAULT, tmp_path, conv_layers(DEFAULT, [
+        (10, 10, 32, 48, 3, 1, 1), (12, 12, 48, 32, 1, 0, 2), (9, 9, 16, 16, 3, 1, 2)]))
+    assert len(runs) == 3
+    check_captured(DEFAULT, runs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layer", list(ops.RESNET18_LAYERS))
+def test_resnet18_layers(tmp_path, layer):
+    """Upstream's ResNet-18 benchmark layers, as `scripts/bench/golden_fsim.py` runs them."""
+    runs = captured_runs(DEFAULT, tmp_path, conv_layers(DEFAULT, [ops.RESNET18_LAYERS[layer]]))
+    check_captured(DEFAULT, runs)
+
+
+# ------------------------------------------------- streams aimed at one fast path
 def _random_mem_insn(rng: np.random.Generator, cfg: Config, mem_bytes: int) -> MemInsn:
     """A LOAD or STORE near the corners of both paths: no padding most of the time,
     strides below, at and above the row, 0 and 1 rows, DRAM up to and past the end."""
@@ -147,12 +283,13 @@ def _random_mem_insn(rng: np.random.Generator, cfg: Config, mem_bytes: int) -> M
 
 
 @pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["tiny", "tiny-batch2"])
-def test_fast_load_store_on_random_instructions(cfg):
-    """Single LOADs and STOREs on random memory, many at the end of a small memory (where a
-    plain access must leave room for a whole stride), some with a bus-error window."""
+def test_plain_load_store_on_random_instructions(cfg):
+    """Single LOADs and STOREs on random memory (``_plain_step``: one slice copy when the
+    access is plain), many at the end of a small memory (where a plain access must leave
+    room for a whole stride), some with a bus-error window; faults by ``explain``."""
     rng = np.random.default_rng(11)
     mem_bytes = 1 << 14
-    fast, slow = both(cfg, mem_bytes)
+    fast, spec = both(cfg, mem_bytes)
     data = rng.integers(0, 256, mem_bytes, dtype=np.uint8)
     taken = {"fast": 0, "general": 0}
     plain = fast._plain_step
@@ -169,12 +306,13 @@ def test_fast_load_store_on_random_instructions(cfg):
         if rng.random() < 0.1:
             lo = int(rng.integers(0, mem_bytes // 4096)) * 4096
             window = (lo, lo + 4096)
-        for model in (fast, slow):
+        for model in (fast, spec):
             model.mem[:] = data
             model.bus_error = window
-        faults = [model.explain(n, insn) for model in (fast, slow)]
-        assert str(faults[0]) == str(faults[1]), insn
-        assert_same(state(fast), state(slow), f"{insn} (window {window})")
+        faults = [model.explain(n, insn) for model in (fast, spec)]
+        assert [f if f is None else fault_of(f) for f in faults[:1]] == [
+            f if f is None else fault_of(f) for f in faults[1:]], insn
+        assert_same(state(fast), state(spec), f"{insn} (window {window})")
     assert min(taken.values()) > 300, taken  # both paths well exercised
 
 
@@ -227,8 +365,9 @@ def _racy_stream(rng: np.random.Generator, cfg: Config, n: int, uop_dram: int,
 
 
 def test_deferred_alu_on_racy_streams():
-    """ALU chains deferred while STOREs, GEMMs, resets and ACC LOADs on the same and on
-    other entries interleave with them (no tokens: the scheduler's own interleaving)."""
+    """ALU chains deferred (``Scratchpads.defer``) while STOREs, GEMMs, resets and ACC LOADs
+    on the same and on other entries interleave with them (no tokens: the scheduler's own
+    interleaving)."""
     cfg = TINY_B2
     rng = np.random.default_rng(5)
     uops = [Uop(i % 12, 0, 0) for i in range(16)] + [Uop(i, i + 3, 0) for i in range(4)] + [
@@ -410,11 +549,11 @@ def test_copy_runs_keep_buffers_apart():
     assert outcomes[0]["wgt"][4:6].any()  # the WGT rows arrived
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["fast", "general"])
-def test_store_of_no_rows_writes_nothing(fast):
-    """A STORE with y_size 0 (x_size > 0) writes nothing and counts 0 bytes, on both
-    paths (the general path used to fail reshaping its empty rows)."""
-    model = GoldenModel(TINY, 1 << 16) if fast else general(GoldenModel(TINY, 1 << 16))
+@pytest.mark.parametrize("model_class", [GoldenModel, SpecModel], ids=["fast", "spec"])
+def test_store_of_no_rows_writes_nothing(model_class):
+    """A STORE with y_size 0 (x_size > 0) writes nothing and counts 0 bytes (the fast
+    model's general path used to fail reshaping its empty rows)."""
+    model = model_class(TINY, 1 << 16)
     model.sp.out[...] = 7
     insns = [MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=3, dram_base=64,
                      y_size=0, x_size=2, x_stride=2), FINISH]
@@ -441,10 +580,10 @@ def test_deferred_chain_against_numpy():
     model.mem[0x2000:0x2000 + len(uops)] = np.frombuffer(uops, np.uint8)
     insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, dram_base=0x2000 // 4,
                      y_size=1, x_size=len(chains), x_stride=len(chains))]
-    for u, (_, ops) in enumerate(chains):
+    for u, (_, chain) in enumerate(chains):
         insns += [AluInsn(opcode=Opcode.ALU, alu_opcode=int(op), uop_bgn=u, uop_end=u + 1,
                           iter_out=1, iter_in=6, dst_factor_in=1, use_imm=1, imm=imm)
-                  for op, imm in ops]
+                  for op, imm in chain]
     insns.append(FINISH)
     model.mem[0x1000:0x1000 + 16 * len(insns)] = np.frombuffer(encode_stream(insns, cfg),
                                                               np.uint8)
@@ -453,8 +592,8 @@ def test_deferred_chain_against_numpy():
     model.run(0x1000, len(insns))
     want = start.copy()
     written = np.zeros(len(want), dtype=bool)
-    for first, ops in chains:
-        for op, imm in ops:
+    for first, chain in chains:
+        for op, imm in chain:
             want[first:first + 6] = funcs[op](want[first:first + 6], np.int32(imm))
         written[first:first + 6] = True
     np.testing.assert_array_equal(model.sp.acc, want)
@@ -469,8 +608,7 @@ def test_gemm_out_and_reset_deferred_against_numpy(cfg):
     waits for the GEMM that follows (which writes its sums instead of adding them): resets,
     GEMMs and ALU operations alternate on the same entries (each must see the ones before
     it applied), STOREs read them, a reset clears ACC but not OUT, an ALU operation after a
-    reset writes OUT; against NumPy op by op, and the same on the model with its fast paths
-    off."""
+    reset writes OUT; against NumPy op by op, on both models."""
     rng = np.random.default_rng(8)
     b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     r0, n = 5, 4  # ACC entries r0..r0+n-1
@@ -539,7 +677,7 @@ def test_shifted_nests_against_numpy():
     """GEMM nests whose micro-op words differ from the first nest's by one constant: a true
     shifted copy (every field moved) and one where that constant carries from the src field
     into the wgt field (src 2043 and 0, wgt 0 and 1 -- not a shifted copy), on the default
-    configuration; against NumPy, and the same with every nest's fields extracted."""
+    configuration; against NumPy, on both models."""
     cfg = DEFAULT
     b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     nests = [[Uop(0, 0, 0), Uop(1, 5, 0)],  # the reference
@@ -569,3 +707,337 @@ def test_shifted_nests_against_numpy():
         np.testing.assert_array_equal(model.sp.acc, want)
     assert_same(*outcomes, "shifted nests")
     assert want[[0, 1, 10, 11, 20, 21]].all(axis=(1, 2)).any()  # the sums are not zero
+
+
+# ------------------------------------------------- nests: pieces, plans, caches
+def random_scratchpads(rng: np.random.Generator, cfg: Config) -> dict[str, np.ndarray]:
+    """Random INP, WGT and ACC contents (ACC over the whole int32 range)."""
+    b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+    return {"inp": rng.integers(-128, 128, (cfg.INP_BUFF_DEPTH, b, bi)),
+            "wgt": rng.integers(-128, 128, (cfg.WGT_BUFF_DEPTH, bo, bi)),
+            "acc": rng.integers(-2**31, 2**31, (cfg.ACC_BUFF_DEPTH, b, bo))}
+
+
+def uop_words(uops: list[Uop], cfg: Config) -> np.ndarray:
+    """The micro-op buffer holding ``uops`` from entry 0 (zeros after them)."""
+    words = np.zeros(cfg.UOP_BUFF_DEPTH, dtype=np.uint32)
+    words[:len(uops)] = [int.from_bytes(encode_uop(u, cfg), "little") for u in uops]
+    return words
+
+
+def run_nests(cfg: Config, uops: list[Uop], insns: list, seed: int, what: str) -> GoldenModel:
+    """Run ``insns`` (then FINISH) on both models from random scratchpads holding ``uops``;
+    require the same outcome; return the fast model."""
+    insns = [*insns, FINISH]
+    models = both(cfg, 1 << 16)
+    run_both(models, np.zeros(0, np.uint8), np.frombuffer(encode_stream(insns, cfg), np.uint8),
+             0x1000, len(insns), what, uop=uop_words(uops, cfg),
+             **random_scratchpads(np.random.default_rng(seed), cfg))
+    return models[0]
+
+
+@pytest.mark.parametrize("chunk", [40, 7], ids=["outer-split", "inner-split"])
+@pytest.mark.parametrize("kind", ["gemm", "alu"])
+def test_nests_run_in_pieces(monkeypatch, kind, chunk):
+    """A nest larger than CHUNK_UOPS runs in pieces (whole outer, or inner, iterations),
+    including ALU read-after-write chains that cross piece boundaries and GEMM reductions
+    split across pieces."""
+    monkeypatch.setattr(golden.fast.model, "CHUNK_UOPS", chunk)
+    pieces = []
+    split = golden.fast.model._split
+    monkeypatch.setattr(golden.fast.model, "_split", lambda *a: (pieces.append(p) or p
+                                                           for p in split(*a)))
+    if kind == "gemm":  # dst factor 0 on the inner loop: a reduction cut by the pieces
+        uops = [Uop(0, 0, 0), Uop(1, 3, 2), Uop(4, 1, 5)]
+        insn = GemmInsn(opcode=Opcode.GEMM, uop_bgn=0, uop_end=3, iter_out=5, iter_in=6,
+                        dst_factor_out=5, dst_factor_in=0, src_factor_out=7, src_factor_in=2,
+                        wgt_factor_out=3, wgt_factor_in=1)
+    else:  # dst k reads k - 1, written one step earlier (also across pieces)
+        uops = [Uop(1, 0, 0), Uop(2, 1, 0)]
+        insn = AluInsn(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, uop_bgn=0, uop_end=2,
+                       iter_out=5, iter_in=6, dst_factor_out=12, dst_factor_in=2,
+                       src_factor_out=12, src_factor_in=2)
+    model = run_nests(TINY, uops, [insn], 17, f"{kind}, pieces of {chunk}")
+    assert model.counters.gemm_uops + model.counters.alu_uops == 5 * 6 * len(uops)
+    assert len(pieces) >= 2
+
+
+def gemm_nest_plan(cfg: Config, uops: list[Uop], loops: dict,
+                   seed: int) -> golden.fast.plans.GemmPlan:
+    """Run one GEMM nest on random scratchpads on both models, require the same outcome, and
+    return the fast model's plan of it."""
+    model = run_nests(cfg, uops, [GemmInsn(opcode=Opcode.GEMM, uop_end=len(uops), **loops)],
+                      seed, f"GEMM {uops} {loops}")
+    [plan] = [p for p in model._plans.values() if isinstance(p, golden.fast.plans.GemmPlan)]
+    return plan
+
+
+@pytest.mark.parametrize("layout, uops, loops", [
+    # 2 inputs x 3 weights, destination w*2 + x: the product table itself
+    ("table", [Uop(0, 0, 0), Uop(2, 0, 1), Uop(4, 0, 2)], dict(
+        iter_out=2, iter_in=3, dst_factor_out=1, src_factor_out=5, src_factor_in=1,
+        wgt_factor_in=4)),
+    # weights and inputs in descending order: the table too, its keys in that order
+    ("table", [Uop(0, 7, 2), Uop(1, 3, 2), Uop(2, 7, 1), Uop(3, 3, 1), Uop(4, 7, 0),
+               Uop(5, 3, 0)], dict(iter_out=1, iter_in=1)),
+    # destination x*3 + w: the product table transposed, picked
+    ("picked", [Uop(0, 0, 0), Uop(1, 0, 1), Uop(2, 0, 2)], dict(
+        iter_out=2, iter_in=3, dst_factor_out=3, src_factor_out=5, src_factor_in=1,
+        wgt_factor_in=4)),
+    # every combination, destinations in another order: picked from the table
+    ("picked", [Uop(5, 0, 0), Uop(0, 0, 1), Uop(3, 0, 2)], dict(
+        iter_out=2, iter_in=1, dst_factor_out=1, src_factor_out=7)),
+    # weight-major blocks, inputs in descending order inside each: the table
+    ("table", [Uop(1, 0, 0), Uop(0, 5, 0)], dict(
+        iter_out=3, iter_in=1, dst_factor_out=2, wgt_factor_out=4)),
+    # input-major blocks but weights reversed inside each: picked
+    ("picked", [Uop(1, 0, 0), Uop(0, 0, 4)], dict(
+        iter_out=3, iter_in=1, dst_factor_out=2, src_factor_out=5)),
+    # a whole table in destination order but for one destination taken twice: summed
+    ("picked", [Uop(2, 1, 0), Uop(0, 0, 0), Uop(2, 2, 0)], dict(iter_out=1, iter_in=1)),
+    # inputs repeating in destination order, but the second block mixes two weights
+    ("picked", [Uop(0, 5, 0), Uop(1, 6, 0), Uop(2, 5, 1), Uop(3, 6, 2)], dict(
+        iter_out=1, iter_in=1)),
+    # two pairs of the first weight, one of the second: not a whole table
+    ("picked", [Uop(0, 0, 0), Uop(1, 1, 0), Uop(2, 0, 1)], dict(iter_out=1, iter_in=1)),
+    # a diagonal: few of the combinations, one product per weight's group
+    ("grouped", [Uop(k, k, k) for k in range(6)], dict(iter_out=1, iter_in=2, src_factor_in=9,
+                                                        wgt_factor_in=9)),
+])
+@pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["batch1", "batch2"])
+def test_gemm_product_layouts(layout, uops, loops, cfg):
+    """Each way a GEMM plan turns products into destinations (its product table whole,
+    picked from, or products per weight's group)."""
+    assert gemm_nest_plan(cfg, uops, loops, seed=31).layout == layout
+
+
+#: a conv tile as ops.conv2d makes it: micro-ops (x, channel chunk c) over output rows (the
+#: outer loop) and reduction steps (the inner loop), destination x + 3 * row + 9 * c
+CONV_TILE = ([Uop(x + 9 * c, 2 * x, 2 * c) for c in range(4) for x in range(3)], dict(
+    iter_out=3, dst_factor_out=3, src_factor_out=7, iter_in=2, src_factor_in=20,
+    wgt_factor_in=1))
+
+
+@pytest.mark.parametrize("grid, uops, loops", [
+    (True, *CONV_TILE),
+    # one micro-op axis of weights, a loop of inputs, a reduction over both
+    (True, [Uop(0, 0, 0), Uop(2, 0, 1), Uop(4, 0, 2)], dict(
+        iter_out=2, iter_in=3, dst_factor_out=1, src_factor_out=5, src_factor_in=1,
+        wgt_factor_in=4)),
+    # three micro-op axes, two of inputs (not consecutive), no loops
+    (True, [Uop(x + 2 * y + 4 * c, x + 3 * y, c) for c in range(2) for y in range(2)
+            for x in range(2)], dict(iter_out=1, iter_in=1)),
+    # inputs consecutive, a loop of weights, no reductions
+    (True, [Uop(u, u, 0) for u in range(5)], dict(iter_out=3, dst_factor_out=5,
+                                                  wgt_factor_out=1, iter_in=1)),
+    # the conv tile with one micro-op's input off its grid: a grid along dst only
+    (False, CONV_TILE[0][:4] + [Uop(4, 3, 0)] + CONV_TILE[0][5:], CONV_TILE[1]),
+    # ... and with one micro-op's weight off
+    (False, CONV_TILE[0][:10] + [Uop(19, 2, 5)] + CONV_TILE[0][11:], CONV_TILE[1]),
+    # destination x * 3 + w: the table transposed
+    (False, [Uop(0, 0, 0), Uop(1, 0, 1), Uop(2, 0, 2)], dict(
+        iter_out=2, iter_in=3, dst_factor_out=3, src_factor_out=5, src_factor_in=1,
+        wgt_factor_in=4)),
+    # an axis moving input and weight together
+    (False, [Uop(k, k, k) for k in range(6)], dict(iter_out=1, iter_in=1)),
+    # destinations descending; inputs descending
+    (False, [Uop(5 - u, u, 0) for u in range(6)], dict(iter_out=2, dst_factor_out=6,
+                                                       wgt_factor_out=1, iter_in=1)),
+    (False, [Uop(u, 5 - u, 0) for u in range(6)], dict(iter_out=2, dst_factor_out=6,
+                                                       wgt_factor_out=1, iter_in=1)),
+    # five micro-ops: a first axis of three, then no whole axis
+    (False, [Uop(0, 0, 0), Uop(1, 1, 0), Uop(2, 2, 0), Uop(3, 0, 1), Uop(4, 1, 1)], dict(
+        iter_out=1, iter_in=1)),
+    # a destination repeated; a gap between destinations
+    (False, [Uop(0, 0, 0), Uop(0, 1, 0)], dict(iter_out=2, dst_factor_out=1, wgt_factor_out=1,
+                                               iter_in=1)),
+    (False, [Uop(x + 4 * c, x, c) for c in range(2) for x in range(3)], dict(
+        iter_out=1, iter_in=1)),
+])
+@pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["batch1", "batch2"])
+def test_gemm_grid_tables(monkeypatch, grid, uops, loops, cfg):
+    """A GEMM nest whose micro-ops are a grid and, with its loops, a product table is planned
+    from its axes (``_grid_table``), anything irregular from its pairs: the same outcome as
+    the specification, and the same plan (layout, rows read, destinations) as the pairs
+    give."""
+    found = []
+
+    def spy(rel, par):
+        found.append(real(rel, par))
+        return found[-1]
+
+    real = golden.fast.plans._grid_table
+    plans = []
+    for table in (spy, lambda rel, par: None):  # then every plan from its pairs
+        monkeypatch.setattr(golden.fast.plans, "_grid_table", table)
+        plans.append(gemm_nest_plan(cfg, uops, loops, seed=5))
+    assert [f is not None for f in found] == [grid]
+    fast, general = plans
+    assert (fast.layout, fast.nx, fast.nw) == (general.layout, general.nx, general.nw)
+    for rows in ("dst", "x_rows", "w_rows"):
+        got, want = getattr(fast, rows), getattr(general, rows)
+        assert type(got) is type(want)
+        assert got == want if isinstance(want, slice) else got.tolist() == want.tolist()
+
+
+def _kernels(rng: np.random.Generator, cfg: Config) -> list[list[Uop]]:
+    """Micro-op kernels the fast model plans differently: conv-tile grids and the same grid
+    shifted (another tile, channel chunk or buffer half), diagonals, repeated destinations
+    and read-after-write chains, single micro-ops, random indices."""
+    kernels = []
+    for _ in range(3):
+        nx, nc, sx = int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 3))
+        grid = [Uop(x + nx * c, sx * x, c) for c in range(nc) for x in range(nx)]
+        kernels.append(grid)
+        for _ in range(2):
+            d, s, w = (int(v) for v in rng.integers(0, 6, 3))
+            kernels.append([Uop(u.dst_idx + d, u.src_idx + s, u.wgt_idx + w) for u in grid])
+    kernels.append([Uop(k, k, k) for k in range(int(rng.integers(2, 6)))])
+    kernels.append([Uop(k + 1, k, 0) for k in range(4)])  # an ALU chain: dst k+1 reads k
+    kernels.append([Uop(int(rng.integers(0, 3)), int(rng.integers(0, 8)),
+                        int(rng.integers(0, 8))) for _ in range(5)])  # destinations repeat
+    kernels += [[Uop(*(int(v) for v in rng.integers(0, 8, 3)))] for _ in range(3)]
+    kernels.append([Uop(*(int(v) for v in rng.integers(0, 16, 3))) for _ in range(6)])
+    return kernels
+
+
+def _nest_stream(rng: np.random.Generator, cfg: Config, kernels: list[list[Uop]],
+                 starts: list[int], n: int) -> list:
+    """Random GEMM, reset and ALU nests over ``kernels`` (at ``starts`` in the micro-op
+    buffer) with random loops and factors -- the same kernel under other loops, the same
+    loops over another kernel, reductions (dst factor 0), empty nests, the odd index out of
+    range, a nest repeated -- and LOADs that change INP and WGT between them, without
+    tokens."""
+    depth = {"dst_idx": cfg.ACC_BUFF_DEPTH, "wgt_idx": cfg.WGT_BUFF_DEPTH}
+    insns = []
+    for _ in range(n):
+        nests = [i for i in insns if i.opcode != Opcode.LOAD]
+        if nests and rng.random() < 0.2:  # a nest again, as the tiles of a layer repeat
+            insns.append(nests[int(rng.integers(len(nests)))])
+            continue
+        if rng.random() < 0.12:  # the load engine writes what the GEMMs read
+            mem_type = int(rng.choice([MemId.INP, MemId.WGT]))
+            insns.append(MemInsn(opcode=Opcode.LOAD, memory_type=mem_type,
+                                 sram_base=int(rng.integers(0, 8)),
+                                 dram_base=int(rng.integers(0, 32)), y_size=1,
+                                 x_size=int(rng.integers(1, 4)), x_stride=4))
+            continue
+        k = int(rng.integers(len(kernels)))
+        kind = rng.choice(["gemm", "gemm", "reset", "alu", "alu_src"])
+        src_depth = cfg.INP_BUFF_DEPTH if kind in ("gemm", "reset") else cfg.ACC_BUFF_DEPTH
+        for _ in range(20):  # loops whose indices fit (nearly always)
+            loops = [int(rng.choice([1, 1, 2, 3, 4])) for _ in range(2)]
+            factors = {f: [int(rng.choice([0, 0, 1, 2, 4, 8])) for _ in range(2)]
+                       for f in ("dst_idx", "src_idx", "wgt_idx")}
+            tops = {f: max(getattr(u, f) for u in kernels[k]) + sum(
+                (n - 1) * fac for n, fac in zip(loops, factors[f], strict=True))
+                for f in factors}
+            if all(tops[f] < depth.get(f, src_depth) for f in tops) or rng.random() < 0.02:
+                break
+        if rng.random() < 0.04:
+            loops[int(rng.integers(2))] = 0  # an empty nest
+        nest = dict(uop_bgn=starts[k], uop_end=starts[k] + len(kernels[k]), iter_out=loops[0],
+                    iter_in=loops[1], dst_factor_out=factors["dst_idx"][0],
+                    dst_factor_in=factors["dst_idx"][1], src_factor_out=factors["src_idx"][0],
+                    src_factor_in=factors["src_idx"][1])
+        if kind in ("gemm", "reset"):
+            insns.append(GemmInsn(opcode=Opcode.GEMM, reset_reg=int(kind == "reset"),
+                                  wgt_factor_out=factors["wgt_idx"][0],
+                                  wgt_factor_in=factors["wgt_idx"][1], **nest))
+        else:
+            op = int(rng.choice(list(AluOp)))
+            insns.append(AluInsn(opcode=Opcode.ALU, alu_opcode=op, use_imm=int(kind == "alu"),
+                                 imm=int(rng.integers(-40, 40) if op == AluOp.SHR else
+                                         rng.integers(-3000, 3000)), **nest))
+    return insns
+
+
+@pytest.mark.parametrize("cfg", [TINY, TINY_B2], ids=["tiny", "tiny-batch2"])
+def test_random_nests(monkeypatch, cfg):
+    """Random nests over kernels of every shape, many per model: plans reused across kernels
+    and loops (the plan cache and the whole-nest cache, keyed on exactly what a plan depends
+    on), shifted copies of a kernel (``_field_shift``), grid tables, hazard-free ALU segments,
+    float weights kept per plan and WGT base (and dropped by a LOAD of WGT), nests in pieces,
+    and a plan cache small enough to be emptied many times."""
+    monkeypatch.setattr(golden.fast.model, "PLAN_CACHE_UOPS", 300)
+    monkeypatch.setattr(golden.fast.model, "CHUNK_UOPS", 24)
+    taken = {"shifted": 0, "grid": 0, "emptied": 0, "nest reused": 0, "weights kept": 0}
+    field_shift, grid_table = golden.fast.model._field_shift, golden.fast.plans._grid_table
+
+    def spy(name, real):
+        def counting(*args):
+            found = real(*args)
+            taken[name] += found is not None
+            return found
+        return counting
+
+    class Counting(dict):
+        """A cache that counts its hits (``get``) and its emptying (``clear``)."""
+
+        def __init__(self, hits: str):
+            super().__init__()
+            self.hits = hits
+
+        def get(self, key, default=None):
+            found = super().get(key, default)
+            taken[self.hits] += found is not None
+            return found
+
+        def clear(self):
+            taken["emptied"] += self.hits == "nest reused" and len(self) > 0
+            super().clear()
+
+    monkeypatch.setattr(golden.fast.model, "_field_shift", spy("shifted", field_shift))
+    monkeypatch.setattr(golden.fast.plans, "_grid_table", spy("grid", grid_table))
+    rng = np.random.default_rng(40)
+    data = rng.integers(0, 256, 1 << 15, dtype=np.uint8)
+    for trial in range(25):
+        kernels = _kernels(rng, cfg)
+        starts = np.cumsum([0] + [len(k) for k in kernels]).tolist()
+        insns = [MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, dram_base=0x3000 // 4,
+                         y_size=1, x_size=starts[-1], x_stride=starts[-1])]
+        insns += _nest_stream(rng, cfg, kernels, starts, 40) + [FINISH]
+        uops = b"".join(encode_uop(u, cfg) for k in kernels for u in k)
+        image = data.copy()
+        image[0x3000:0x3000 + len(uops)] = np.frombuffer(uops, np.uint8)
+        models = both(cfg, 1 << 16)
+        models[0]._nests = Counting("nest reused")
+        models[0].sp.wgt_float = Counting("weights kept")
+        run_both(models, image, np.frombuffer(encode_stream(insns, cfg), np.uint8), 0x2000,
+                 len(insns), f"trial {trial}", **random_scratchpads(rng, cfg))
+    assert min(taken.values()) > 10, taken
+
+
+# ------------------------------------------------------------------ decoding
+@pytest.mark.parametrize("cfg", [DEFAULT, TINY], ids=["default", "tiny"])
+def test_block_decoding_equals_decode_word(cfg):
+    """The model decodes a block of instructions at once with NumPy; every field of every
+    kind of instruction (random words, negative immediates included) must come out exactly
+    as isa.decode_word gives it, with the engine and token queues of vta-reference 3.8."""
+    rng = np.random.default_rng(23)
+    words = rng.integers(0, 2**63, (600, 2), dtype=np.int64).astype(np.uint64) * 2 + \
+        rng.integers(0, 2, (600, 2), dtype=np.int64).astype(np.uint64)  # all 64 bits random
+    words[:, 0] = (words[:, 0] & ~np.uint64(7)) | (np.arange(600) % 5).astype(np.uint64)
+    model = GoldenModel(cfg, 1 << 16)
+    model.mem[:words.size * 8] = words.astype("<u8").view(np.uint8).reshape(-1)
+    fetched, codes, queues = model.fetch(0, len(words))
+    block = golden.fast.decode.decode_block(fetched, codes, model._decoding)
+    engines = []
+    for (low, high), fields, links in zip(words.tolist(), *block, strict=True):
+        expected = decode_word(low | high << 64, cfg)
+        # a decoded instruction is the list of its fields in its class's order
+        assert fields == list(expected.fields().values())
+        insn = insn_class(fields[0])(*fields)
+        assert insn == expected and type(insn) is type(expected)
+        engine = isa.dispatch_engine(expected)
+        engines.append(engine)
+        flags = [f for f in isa.DEP_FLAGS if getattr(expected, f)]
+        assert links.pops == tuple(isa.POP_QUEUE[(engine, f)] for f in flags
+                                   if (engine, f) in isa.POP_QUEUE)
+        assert links.pushes == tuple((isa.PUSH_QUEUE[(engine, f)], f) for f in flags
+                                     if (engine, f) in isa.PUSH_QUEUE)
+        assert links.forbidden == next(
+            (f for f in flags if f in isa.FORBIDDEN_FLAGS[engine]), None)
+    for engine, indices in queues.items():
+        assert indices == [i for i, e in enumerate(engines) if e == engine]
+    assert any(fields[-1] < 0 for fields in block[0] if fields[0] == Opcode.ALU)  # imm

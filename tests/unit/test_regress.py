@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 import vta
+from vta.backends import golden as golden_backend
 from vta.cli import main
 from vta.errors import ConfigError, ErrorCode, ExecutionError
 from vta.golden import GoldenModel
@@ -323,6 +324,30 @@ def test_cli_golden_local_cluster(tmp_path):
     assert "holes: none" in res.output and "programs/s" in res.output
 
 
+def test_against_spec_checks_the_fast_model(tmp_path, monkeypatch):
+    """``--against spec``: the golden backend (the fast model behind the host driver) against
+    the specification model.  One period of the schedule (every kind) passes; with a bug in
+    the fast model, the programs it matters to fail, named against the spec."""
+    out = tmp_path / "r"
+    res = CliRunner().invoke(main, ["regress", "--against", "spec", "-n", str(len(schedule())),
+                                    "--configs", "tiny", "-w", "1", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    header, records = _records(out)
+    assert (header["backend"], header["reference"]) == ("golden", "spec")
+    assert {r["status"] for r in records} == {"pass"}
+    assert {r["kind"] for r in records} == set(KINDS)
+    assert "golden against spec" in res.output
+    monkeypatch.setattr(golden_backend, "GoldenModel", MaxImmOffByOne)  # the device's model
+    plan = run.Plan.of("golden", [TINY], 3, kind="normal", reference="spec")
+    summary = run.regress(plan, tmp_path / "bug", workers=1, processes=False, shrink=0)
+    assert summary.failures and all(
+        r["mismatch"]["kind"] == "memory" and ": spec " in r["mismatch"]["message"]
+        for r in summary.failures), summary.failures
+    with pytest.raises(run.RegressError, match="reference must be one of golden, spec, not "
+                       "'fsim'"):
+        run.Plan.of("golden", [TINY], 1, reference="fsim")
+
+
 def test_resume_runs_only_what_is_missing(tmp_path):
     plan = run.Plan.of("golden", [TINY], 16)
     first = run.regress(plan, tmp_path, workers=1, processes=False)
@@ -349,7 +374,7 @@ def test_resume_runs_only_what_is_missing(tmp_path):
 
 
 def test_failures_are_reported_and_shrunk(tmp_path, monkeypatch):
-    monkeypatch.setattr(run, "REFERENCE", MaxImmOffByOne)
+    monkeypatch.setitem(run.REFERENCES, "golden", MaxImmOffByOne)
     res = CliRunner().invoke(main, ["regress", "-b", "golden", "-n", "3", "--configs", "tiny",
                                     "-w", "1", "-o", str(tmp_path), "--shrink", "1",
                                     "--kind", "normal"])

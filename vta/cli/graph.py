@@ -1,4 +1,5 @@
-"""``vta graph run``: a quantized ONNX model on a device, checked against the int8 reference."""
+"""``vta graph run`` (a quantized ONNX model on a device, checked against the int8 reference)
+and ``vta graph quantize`` (onnxruntime's quantize_static for VTA)."""
 
 from __future__ import annotations
 
@@ -123,8 +124,128 @@ def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
         for a in agreements:
             table.add_row("onnxruntime", a.describe())
         console.print(table)
+        for n in report.nodes:
+            if n.placement == "cpu" and n.op in ("conv", "dense", "add", "maxpool", "avgpool"):
+                console.print(f"{n.name} ({n.op}) stays on the CPU: {n.reason}")
     if mismatch:
         raise Differ(f"MISMATCH with the int8 reference: {mismatch}")
     if not as_json:
         console.print(f"[bold green]PASS[/]: outputs equal the int8 reference bit for bit "
                       f"({', '.join(graph.outputs)})")
+
+
+def _load_npy(path: Path, what: str) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(f"{path}: cannot read a .npy array ({exc})",
+                                 param_hint=what) from None
+
+
+def _first_output(outputs: dict) -> np.ndarray:
+    return np.asarray(next(iter(outputs.values())), dtype=np.float64)
+
+
+@graph_cmd.command("quantize")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--calib", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              metavar="X.npy", help="calibration inputs (float32, batch first)")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="write the quantized model here")
+@click.option("--per-channel", is_flag=True, help="one weight scale per output channel")
+@click.option("--scheme", type=click.Choice(["fixed", "pow2"]), default="fixed",
+              show_default=True,
+              help="keep the calibrated scales (fixed-point requantization on VTA) or round "
+                   "them up to powers of two (shifts; QDQ only)")
+@click.option("--format", "form", type=click.Choice(["qdq", "qoperator"]), default="qdq",
+              show_default=True, help="ONNX quantization format")
+@click.option("--activations", type=click.Choice(["uint8", "int8"]), default="uint8",
+              show_default=True, help="activation type (asymmetric, calibrated zero points)")
+@click.option("--eval", "eval_path", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="X.npy", help="inputs to compare on (default: the calibration inputs)")
+@click.option("--labels", type=click.Path(dir_okay=False, path_type=Path), metavar="Y.npy",
+              help="labels of the --eval inputs: report accuracy")
+@json_option
+@friendly
+def quantize_cmd(model: Path, calib: Path, output: Path, per_channel: bool, scheme: str,
+                 form: str, activations: str, eval_path: Path | None, labels: Path | None,
+                 as_json: bool) -> None:
+    """Quantize a float ONNX MODEL with onnxruntime's quantize_static for VTA.
+
+    Writes the int8 model, then compares side by side on the evaluation
+    inputs: the float model, the int8 model on the int8 reference (what VTA
+    computes, checked on the golden model) and on onnxruntime; the share of
+    multiply-accumulates that run on VTA; and for each node left on the CPU
+    why, and what to change.
+
+    \b
+    Example:
+      vta graph quantize float.onnx --calib calib.npy -o int8.onnx --per-channel
+    """
+    from ..device import open_device
+    from ..graph import judge, load_onnx, reference, run_reference
+    from ..graph.executor import Executor
+    from ..graph.quantize import quantize
+
+    x_calib = _load_npy(calib, "--calib").astype(np.float32)
+    x = _load_npy(eval_path, "--eval").astype(np.float32) if eval_path else x_calib
+    y = _load_npy(labels, "--labels") if labels else None
+    if y is not None and len(y) != len(x):
+        raise click.BadParameter(f"{len(y)} labels for {len(x)} inputs", param_hint="--labels")
+    quantized = quantize(model, x_calib, per_channel=per_channel, scheme=scheme,
+                         activations=activations, form=form)
+    output.write_bytes(quantized.SerializeToString())
+    graph = load_onnx(output)
+    feeds = {graph.inputs[0]: x}
+    float_out = _first_output(judge.run_onnxruntime(model, feeds))
+    ref = run_reference(graph, feeds)
+    ort = _first_output(judge.run_onnxruntime(output, feeds))
+    with open_device("golden") as dev, Executor(graph, dev) as ex:
+        ours = ex.run(feeds)
+        report = ex.report()
+    mismatch = reference.first_mismatch(graph, ours, ref)
+    ref_out = _first_output(ref)
+    macs = sum(n.macs for n in report.nodes)
+    share = report.mac_share()
+    agreement = judge.compare(graph, ref, judge.run_onnxruntime(output, feeds))[0]
+    cpu = [(n.name, n.op, n.reason) for n in report.nodes if n.placement == "cpu"]
+    columns = {"float": float_out, "int8 reference (VTA)": ref_out, "onnxruntime int8": ort}
+    rows = []
+    for name, out in columns.items():
+        row = {"model": name,
+               "top1_vs_float": float((out.argmax(-1) == float_out.argmax(-1)).mean()),
+               "max_abs_diff_vs_float": float(np.abs(out - float_out).max())}
+        if y is not None:
+            row["accuracy"] = float((out.argmax(-1) == y.reshape(-1)).mean())
+        rows.append(row)
+    info = {"model": str(output), "inputs": len(x), "per_channel": per_channel,
+            "scheme": scheme, "format": form, "activations": activations,
+            "mac_share_on_vta": share, "vta_bit_exact": mismatch is None,
+            "onnxruntime_agreement": dict(vars(agreement), max_lsb=agreement.max_lsb),
+            "columns": rows, "cpu_nodes": [{"name": a, "op": b, "why": c} for a, b, c in cpu]}
+    if as_json:
+        echo_json(info)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        console = Console(soft_wrap=True)
+        table = Table(title=f"{model.name} -> {output.name} ({form}, "
+                            f"{'per channel' if per_channel else 'per tensor'}, {scheme}, "
+                            f"{activations} activations) on {len(x)} inputs")
+        table.add_column("")
+        for row in rows:
+            table.add_column(row["model"], justify="right")
+        if y is not None:
+            table.add_row("accuracy", *(f"{r['accuracy']:.2%}" for r in rows))
+        table.add_row("top-1 = float", *(f"{r['top1_vs_float']:.2%}" for r in rows))
+        table.add_row("max |diff| vs float", *(f"{r['max_abs_diff_vs_float']:.4g}" for r in rows))
+        console.print(table)
+        console.print(f"int8 reference vs onnxruntime: {agreement.describe()}")
+        console.print(f"multiply-accumulates on VTA: {share:.2%} of {macs:,}; "
+                      f"{len(report.vta_nodes)} of {len(report.nodes)} nodes on VTA")
+        for name, op, why in cpu:
+            console.print(f"  {name} ({op}) stays on the CPU: {why}")
+        console.print(f"wrote {output}")
+    if mismatch:
+        raise Differ(f"MISMATCH of the golden model with the int8 reference: {mismatch}")

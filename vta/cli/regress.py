@@ -1,4 +1,5 @@
-"""``vta regress``: random programs against the golden model, on a Dask cluster."""
+"""``vta regress``: random programs against the golden model (or its specification), on a
+Dask cluster."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ Examples:
   vta regress                                   # 100 programs x tiny,default on Verilator
   vta regress --programs 1000 --configs tiny,default,aws --workers 2
   vta regress -b golden --programs 5000 --configs tiny,random:4
+  vta regress --against spec --programs 5000    # the fast golden model against the spec
   vta regress --cluster tcp://10.0.0.5:8786 --programs 10000
   vta regress --resume vta-regress/results.jsonl
 """
@@ -28,8 +30,11 @@ Examples:
               metavar="LIST", help="comma-separated presets, vta_config.json paths, or "
               "random[:N] for N random valid configurations")
 @click.option("--backend", "-b", type=click.Choice(["verilator", "icarus", "golden"]),
-              default="verilator", show_default=True, help="the device checked against the "
-              "golden model")
+              default=None, help="the device checked against the model  [default: "
+              "verilator; golden with --against spec]")
+@click.option("--against", type=click.Choice(["golden", "spec"]), default="golden",
+              show_default=True, help="the model the device is checked against: the golden "
+              "model (fast) or its specification (vta.golden.SpecModel)")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="first seed (seeds SEED .. SEED+N-1)")
 @click.option("--kind", default=None, metavar="KIND",
@@ -57,11 +62,15 @@ Examples:
 @click.option("--latency", type=click.IntRange(min=0), default=None,
               help="RTL: DRAM latency in cycles")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind: str | None,
-                workers: int | None, cluster: str | None, ship: bool, out: Path,
-                resume: Path | None, shrink: int, shrink_budget: float, stall: float | None,
-                latency: int | None, as_json: bool) -> None:
+def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: str, seed: int,
+                kind: str | None, workers: int | None, cluster: str | None, ship: bool,
+                out: Path, resume: Path | None, shrink: int, shrink_budget: float,
+                stall: float | None, latency: int | None, as_json: bool) -> None:
     """Run random programs on a device and on the golden model, and compare.
+
+    With --against spec the model is the specification model, and the device
+    by default the golden backend: the fast golden model checked against its
+    specification.
 
     Every program is checked byte for byte (device memory), counter for
     counter and trace for trace; faulting programs must report the same fault
@@ -78,13 +87,15 @@ def regress_cmd(programs: int, configs_spec: str, backend: str, seed: int, kind:
             plan = None
             out = resume.parent
         else:
+            backend = backend or ("golden" if against == "spec" else "verilator")
             options = {k: v for k, v in (("stall", stall), ("latency", latency))
                        if v is not None}
             if options and backend == "golden":
                 raise click.BadParameter("--stall and --latency apply to the RTL backends, "
                                          "not golden", param_hint="--stall/--latency")
             configs = parse_configs(configs_spec, seed)
-            plan = Plan.of(backend, configs, programs, seed=seed, kind=kind, options=options)
+            plan = Plan.of(backend, configs, programs, seed=seed, kind=kind, options=options,
+                           reference=against)
             out.mkdir(parents=True, exist_ok=True)
             for cfg in configs:
                 if cfg.name.startswith("rand"):
@@ -147,8 +158,8 @@ def _print_summary(summary) -> None:
 
     console = Console()
     plan = summary.plan
-    table = Table(title=f"vta regress: {plan.backend}, seeds {plan.seed}.."
-                        f"{plan.seed + plan.programs - 1}")
+    table = Table(title=f"vta regress: {plan.backend} against {plan.reference}, seeds "
+                        f"{plan.seed}..{plan.seed + plan.programs - 1}")
     for col in ("configuration", "pass", "fail", "crash", "error"):
         table.add_column(col, justify="left" if col == "configuration" else "right")
     for name in plan.config_names:

@@ -2,28 +2,32 @@
 
 Placement
 ---------
-``conv`` and ``dense`` go to VTA when their arithmetic is VTA's: int8 tensors
-with zero points 0, one per-tensor power-of-two scale ratio ``x_scale * w_scale
-/ y_scale = 2**-s`` (the requantization is an ALU shift), group 1, dilation 1,
-symmetric padding smaller than the kernel, and a tiling that fits the
-scratchpads.  A convolution whose input channels, padded to BLOCK_IN, would
-make more than ``max_channel_waste`` (4) times the work runs on the CPU (as
-upstream ran ResNet's first layer).  ``add`` goes to VTA when the scale ratios
-are powers of two (shifts on the ALU).  Everything else -- pooling,
+``conv`` and ``dense`` go to VTA when their weights are symmetric (zero point
+0), their requantization has fixed-point parameters (:mod:`vta.graph.fixed`),
+group 1, dilation 1, symmetric padding smaller than the kernel, and a tiling
+fits the scratchpads (``max_channel_waste`` optionally keeps convolutions
+whose input channels, padded to BLOCK_IN, multiply the work too much on the
+CPU).  ``add`` goes to VTA with equal operand shapes (or a constant operand
+that broadcasts), ``maxpool`` and ``avgpool`` (without padding) when a tile
+fits.  Tensors are int8 or uint8 with any zero points.  Everything else --
 reshapes, (de)quantization, softmax, and any node that fails a rule above --
-runs on the CPU through the int8 reference's own kernels; the report says why.
+runs on the CPU through the int8 reference's own kernels; the report says
+why, and what to change.
 
-Fused epilogues: the bias, the rounding offset ``2**(s-1)``, the shift and the
-output clamp (saturation, ReLU, Clip) run inside the VTA operator's ALU
-epilogue.  Device buffers: weights are written once when the executor
+Fused epilogues (:mod:`vta.graph.lowering`): the bias with the input zero
+point folded in, zero-point corrections where windows overlap the padding,
+the fixed-point requantization, the output zero point and the output clamp
+(saturation, ReLU, Clip) run inside the VTA operator's ALU epilogue.  Device
+buffers: weights and per-channel rows are written once when the executor
 prepares a plan; activations live in packed layouts (NCHW{b}n{bi}c, or
-(1, K/bi, 1, M/b, b, bi) for matrices) in buffers allocated once and reused
-across layers (a buffer is free after its tensor's last VTA reader).  A
-tensor passes between VTA nodes without leaving the device; it is read back
-only for a CPU node or a graph output.  Each VTA node is one synchronize, so
-its counters (cycles, GEMM micro-ops, ...) are its own.  A node's stream is
-built on the first run of a plan and replayed afterwards (the same micro-ops
-and instructions written to the same staging buffers, then run).
+(1, K/bi, 1, M/b, b, bi) for matrices; uint8 tensors as ``x - 128``) in buffers
+allocated once and reused across layers (a buffer is free after its tensor's
+last VTA reader).  A tensor passes between VTA nodes without leaving the
+device; it is read back only for a CPU node or a graph output.  Each VTA node
+is one synchronize, so its counters (cycles, GEMM micro-ops, ...) are its
+own.  A node's stream is built on the first run of a plan and replayed
+afterwards (the same micro-ops and instructions written to the same staging
+buffers, then run).
 """
 
 from __future__ import annotations
@@ -38,14 +42,31 @@ import numpy as np
 from .. import ops, roofline
 from ..driver.host import Buffer, RunStats
 from ..runtime import CommandQueue
-from . import fold
-from .ir import Graph, GraphError, Node, pow2_shift
-from .reference import add_shifts, check_feeds, eval_node, infer_shapes
+from . import fold, lowering
+from .ir import Graph, GraphError, Node
+from .reference import check_feeds, eval_node, infer_shapes
 
-__all__ = ["Executor", "NodeReport", "Report"]
+__all__ = ["Executor", "NodeReport", "Report", "node_macs"]
 
-#: Input channels padded to BLOCK_IN may multiply a convolution's work at most this much on VTA.
-MAX_CHANNEL_WASTE = 4
+_VTA_OPS = ("conv", "dense", "add", "maxpool", "avgpool")
+#: Why the other operators stay on the CPU, and what to change.
+_CPU_OPS = {
+    "quantize": "float -> int conversion at the graph's edge (CPU by design)",
+    "dequantize": "int -> float conversion at the graph's edge (CPU by design)",
+    "softmax": "float softmax (no exponential on VTA); leave it on the CPU, or drop it",
+    "relu": "a Relu that is not the only reader of a conv, dense or add output; fuse it",
+    "reshape": "data movement only, no arithmetic (CPU by design)",
+    "flatten": "data movement only, no arithmetic (CPU by design)",
+}
+
+
+def node_macs(node: Node, shapes: Mapping[str, tuple[int, ...]]) -> int:
+    """Multiply-accumulates of a conv or dense node (0 for other operators)."""
+    if node.op not in ("conv", "dense"):
+        return 0
+    w = node.attrs["weight"]
+    y = shapes[node.output]
+    return int(np.prod(w.shape)) * int(np.prod(y)) // y[1]
 
 
 # ------------------------------------------------------------------ layouts
@@ -169,6 +190,11 @@ class Report:
         s = self.stats
         return None if s is None else s.cycles
 
+    def mac_share(self) -> float:
+        """Share of the conv and dense multiply-accumulates that ran on VTA."""
+        total = sum(n.macs for n in self.nodes)
+        return sum(n.macs for n in self.vta_nodes) / total if total else 0.0
+
     def gemm_utilisation(self) -> float | None:
         s = self.stats
         return s.gemm_uops / s.cycles if s is not None and s.cycles else None
@@ -182,6 +208,7 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         cycles, bound = self.cycles, self.bound
         return {"backend": self.backend, "config": self.cfg.name, "seconds": self.seconds,
+                "mac_share": self.mac_share(),
                 "cycles": cycles, "gemm_utilisation": self.gemm_utilisation(),
                 "bound": bound, "of_bound": bound / cycles if bound and cycles else None,
                 "activation_bytes": self.activation_bytes,
@@ -209,10 +236,14 @@ class Report:
     NUMERIC = (3, 4, 5, 6, 7)
 
     def summary_rows(self) -> list[tuple[str, str]]:
-        """Summary rows (name, value): VTA nodes, work, cycles, roofline, device memory."""
+        """Summary rows (name, value): VTA nodes, MACs on VTA, work, cycles, roofline, device
+        memory."""
         stats = self.stats
         rows = [("VTA nodes", f"{len(self.vta_nodes)} of {len(self.nodes)}: "
                               f"{', '.join(n.name for n in self.vta_nodes) or 'none'}")]
+        macs = sum(n.macs for n in self.nodes)
+        if macs:
+            rows.append(("MACs on VTA", f"{self.mac_share():.2%} of {macs:,}"))
         if stats is not None:
             rows.append(("work", f"GEMM micro-ops {stats.gemm_uops:,}, ALU micro-ops "
                                  f"{stats.alu_uops:,}, {stats.insn_count:,} instructions in "
@@ -282,8 +313,9 @@ class Executor:
         An open device (any backend).
     cpu_nodes : sequence of str
         Names of nodes to keep on the CPU whatever the rules say.
-    max_channel_waste : float
-        See the module docstring.
+    max_channel_waste : float, optional
+        Keep a convolution on the CPU when its input channels padded to
+        BLOCK_IN multiply its work more than this (default: never).
     queue_options : dict, optional
         Options for the :class:`~vta.runtime.CommandQueue` (``dump``, ...).
     replay : bool
@@ -297,7 +329,7 @@ class Executor:
     """
 
     def __init__(self, graph: Graph, device, *, cpu_nodes: Sequence[str] = (),
-                 max_channel_waste: float = MAX_CHANNEL_WASTE,
+                 max_channel_waste: float | None = None,
                  queue_options: dict | None = None, replay: bool = True,
                  fold_adds: bool = True):
         self.graph = graph
@@ -320,59 +352,98 @@ class Executor:
 
     # ------------------------------------------------------------ placement
     def placement(self, node: Node, shapes: Mapping[str, tuple[int, ...]]) -> str:
-        """``""`` when ``node`` runs on VTA, else the reason it runs on the CPU."""
+        """``""`` when ``node`` runs on VTA, else why it stays on the CPU and what to change."""
         if node.name in self.cpu_nodes:
             return "kept on the CPU (cpu_nodes)"
         values = self.graph.values
         qs = [values[i].qtype for i in node.inputs] + [values[node.output].qtype]
-        if node.op not in ("conv", "dense", "add"):
-            return "CPU operator"
-        if any(q is None or q.dtype != "int8" for q in qs):
-            return "VTA tensors are int8"
-        if any(q.zero_point for q in qs):
-            return "zero points must be 0 on VTA"
-        a = node.attrs
-        if not (-(1 << 15) <= a["lo"] <= a["hi"] < (1 << 15)):
-            return "output clamp beyond the ALU's 16-bit immediates"
-        if node.op == "add":
-            if shapes[node.inputs[0]] != shapes[node.inputs[1]]:
-                return "operands of different shapes (no broadcasting on VTA)"
-            if len(shapes[node.inputs[0]]) not in (2, 4):
-                return "only 2-D and 4-D tensors live on the device"
-            if add_shifts(qs[0], qs[1], qs[2]) is None:
-                return "scale ratios are not powers of two within the ALU's shift range"
-            return ""
-        if np.any(a["w_zero"]):
-            return "weight zero points must be 0 on VTA"
-        s = pow2_shift(qs[0].scale * np.asarray(a["w_scale"]) / qs[-1].scale)
-        if s is None:
-            return "requantization scale is not one power of two 2**-s (0 <= s <= 31)"
-        bias = a["bias"] if a["bias"] is not None else np.zeros(1, np.int64)
-        rounded = bias.astype(np.int64) + ((1 << (s - 1)) if s else 0)
-        if rounded.min() < -(1 << 31) or rounded.max() >= (1 << 31):
-            return "bias plus rounding offset does not fit int32"
+        if node.op not in _VTA_OPS:
+            return _CPU_OPS.get(node.op, "CPU operator")
+        if any(q is None for q in qs):
+            return ("float tensors; quantize it (QuantizeLinear/DequantizeLinear around it, or "
+                    "vta graph quantize)")
         try:
-            if node.op == "conv":
-                if a["group"] != 1:
-                    return f"group={a['group']} (VTA convolutions have group 1)"
-                if tuple(a["dilation"]) != (1, 1):
-                    return f"dilation {tuple(a['dilation'])} (VTA convolutions have 1)"
-                t, left, b, r = a["pads"]
-                if (t, left) != (b, r):
-                    return f"asymmetric padding {a['pads']}"
-                c = a["weight"].shape[1]
-                bi = self.cfg.BLOCK_IN
-                if -(-c // bi) * bi > self.max_channel_waste * c:
-                    return (f"{c} input channels padded to {-(-c // bi) * bi}: over "
-                            f"{self.max_channel_waste:g}x the work")
-            self._conv_shapes(node, shapes)
+            if node.op in ("conv", "dense"):
+                return self._linear_placement(node, shapes)
+            if node.op == "add":
+                return self._add_placement(node, shapes)
+            return self._pool_placement(node, shapes)
         except ValueError as exc:
             return f"does not fit VTA: {exc}"
+
+    def _linear_placement(self, node: Node, shapes) -> str:
+        a = node.attrs
+        wz = np.asarray(a["w_zero"])
+        if np.any(wz):
+            return (f"weight zero point {int(wz[np.nonzero(wz)[0][0]])}; re-quantize with "
+                    "symmetric weights (quantize_static's default, or vta graph quantize)")
+        if a.get("fixed") is None:
+            return f"{a.get('fixed_why', 'no fixed-point requantization')}; re-quantize"
+        if node.op == "conv":
+            if a["group"] != 1:
+                return (f"group={a['group']} (VTA convolutions have group 1); use a dense "
+                        "convolution")
+            if tuple(a["dilation"]) != (1, 1):
+                return f"dilation {tuple(a['dilation'])} (VTA convolutions have 1)"
+            t, left, b, r = a["pads"]
+            if (t, left) != (b, r):
+                return f"asymmetric padding {a['pads']}; pad symmetrically"
+            c = a["weight"].shape[1]
+            bi = self.cfg.BLOCK_IN
+            if self.max_channel_waste is not None \
+                    and -(-c // bi) * bi > self.max_channel_waste * c:
+                return (f"{c} input channels padded to {-(-c // bi) * bi}: over "
+                        f"{self.max_channel_waste:g}x the work")
+        self._conv_shapes(node, shapes)
         return ""
 
+    def _add_placement(self, node: Node, shapes) -> str:
+        a = node.attrs
+        if len(node.inputs) == 2 and shapes[node.inputs[0]] != shapes[node.inputs[1]]:
+            return "operands of different shapes (no broadcasting on VTA)"
+        if len(node.inputs) == 1:
+            out = shapes[node.output]
+            if np.broadcast_shapes(np.shape(a["const"]), out) != out:
+                return f"constant of shape {np.shape(a['const'])} does not broadcast to {out}"
+        if len(shapes[node.inputs[0]]) not in (2, 4):
+            return "only 2-D and 4-D tensors live on the device"
+        if a.get("fixed") is None:
+            return f"{a.get('fixed_why', 'no fixed-point form')}; re-quantize"
+        return ""
+
+    def _pool_placement(self, node: Node, shapes) -> str:
+        a = node.attrs
+        x = shapes[node.inputs[0]]
+        if len(x) != 4:
+            return "pooling runs on VTA on 4-D tensors only"
+        if node.op == "avgpool" and not a.get("global") and any(a["pads"]):
+            return ("average pooling with padding (window sizes differ at the borders); "
+                    "pool without padding")
+        self._pool_args(node, shapes)
+        return ""
+
+    def _pool_args(self, node: Node, shapes) -> dict[str, Any]:
+        """emit_pool2d's keyword arguments (ValueError when VTA cannot run it)."""
+        values = self.graph.values
+        a = node.attrs
+        x = shapes[node.inputs[0]]
+        if a.get("global"):
+            kernel, stride, pads = tuple(x[2:]), (1, 1), (0, 0, 0, 0)
+        else:
+            kernel, stride, pads = a["kernel"], a["stride"], a["pads"]
+        count = 0 if node.op == "maxpool" else int(np.prod(kernel))
+        steps = lowering.pool_steps(node, values[node.inputs[0]].qtype,
+                                    values[node.output].qtype, count)
+        data = packed_shape(x, self.cfg)
+        ops.plan_pool2d(self.cfg, data, kernel, stride, pads)
+        return {"data_shape": data, "kind": "max" if node.op == "maxpool" else "sum",
+                "kernel": kernel, "stride": stride, "pads": pads, "steps": steps}
+
     def _conv_shapes(self, node: Node, shapes) -> tuple:
-        """(data shape, kernel shape, stride, padding) of a VTA conv/dense; plans the tiling."""
+        """(data shape, kernel shape, stride, padding, epilogue, rows) of a VTA conv/dense;
+        plans the tiling."""
         cfg = self.cfg
+        values = self.graph.values
         x = shapes[node.inputs[0]]
         w = node.attrs["weight"]
         if node.op == "conv":
@@ -385,36 +456,58 @@ class Executor:
             kernel = (-(-w.shape[0] // cfg.BLOCK_OUT), data[1], 1, 1, cfg.BLOCK_OUT,
                       cfg.BLOCK_IN)
             stride, pad = (1, 1), (0, 0)
-        ops.plan_conv2d(cfg, data, kernel, stride, pad, bias=True)
-        return data, kernel, stride, pad
+        epi, rows = lowering.conv_epilogue(node, values[node.inputs[0]].qtype,
+                                           values[node.output].qtype, x, cfg)
+        epi.check()
+        ops.plan_conv2d(cfg, data, kernel, stride, pad, bias=epi.rows)
+        return data, kernel, stride, pad, epi, rows
 
     def vta_layers(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple]:
         """Every conv and dense node VTA would run for these input shapes.
 
-        ``{node name: (data shape, kernel shape, stride, padding, folds an add)}``,
-        packed shapes as :func:`vta.ops.plan_conv2d` takes them (``vta tune``
-        tunes these layers).
+        ``{node name: (data shape, kernel shape, stride, padding, epilogue rows, folds an
+        add)}``, as :func:`vta.ops.plan_conv2d` takes them (``vta tune`` tunes these
+        layers).
         """
         shapes = infer_shapes(self.graph, dict(input_shapes))
         on_vta, taken = self._placed(shapes)
-        return {n.name: (*self._conv_shapes(n, shapes), n.name in taken)
-                for n in self.graph.nodes if n.op in ("conv", "dense") and n.name in on_vta}
+        out = {}
+        for n in self.graph.nodes:
+            if n.op in ("conv", "dense") and n.name in on_vta:
+                data, kernel, stride, pad, epi, _ = self._conv_shapes(n, shapes)
+                out[n.name] = (data, kernel, stride, pad, epi.rows, n.name in taken)
+        return out
 
     def _placed(self, shapes) -> tuple[set[str], dict[str, fold.Fold]]:
         """(the nodes on VTA, the adds folded into convolutions by conv name)."""
         on_vta = {n.name for n in self.graph.nodes if not self.placement(n, shapes)}
 
         def fits(f: fold.Fold) -> bool:
-            conv = self.graph.node(f.conv)
+            residual = self._residual(f)
+            if residual is None:
+                return False
             try:
-                self._residual(f).check(False, (conv.attrs["lo"], conv.attrs["hi"]))
-                data, kernel, stride, pad = self._conv_shapes(conv, shapes)
-                ops.plan_conv2d(self.cfg, data, kernel, stride, pad, bias=True, residual=True)
+                data, kernel, stride, pad, epi, _ = self._conv_shapes(self.graph.node(f.conv),
+                                                                      shapes)
+                residual.check(epi)
+                ops.plan_conv2d(self.cfg, data, kernel, stride, pad, bias=epi.rows,
+                                residual=True)
             except ValueError:
                 return False
             return True
 
         return on_vta, (fold.folds(self.graph, on_vta, fits) if self.fold_adds else {})
+
+    def _residual(self, f: fold.Fold) -> ops.Residual | None:
+        """The folded add ``f`` as the convolution's :class:`~vta.ops.Residual` (None when
+        its other operand's steps are not one int8 multiplication)."""
+        add = self.graph.node(f.add)
+        values = self.graph.values
+        aq, bq, yq = (values[v].qtype for v in (*add.inputs, add.output))
+        steps = lowering.add_steps(add.attrs["fixed"], aq, bq, yq, add.attrs["lo"],
+                                   add.attrs["hi"])
+        mine, other = (("a_steps", "b_steps") if f.operand == 0 else ("b_steps", "a_steps"))
+        return ops.Residual.of_steps(steps[mine], steps[other], steps["steps"])
 
     # --------------------------------------------------------------- plan
     def _prepare(self, shapes: dict[str, tuple[int, ...]]) -> None:
@@ -490,47 +583,40 @@ class Executor:
         values = self.graph.values
         a = n.attrs
         if n.op == "add":
-            aq, bq, yq = (values[v].qtype for v in (*n.inputs, n.output))
-            la, lb, s = add_shifts(aq, bq, yq)
-            elems = int(np.prod(packed_shape(self.shapes[n.output], cfg))) // (
-                cfg.BATCH * cfg.BLOCK_OUT)
-            args = {"elems": elems, "a_lshift": la, "b_lshift": lb,
-                    "offset": (1 << (s - 1)) if s else 0, "shift": s,
-                    "clip": (a["lo"], a["hi"])}
-            return _VtaStep(n, "add", args, [], ops.add_bound(cfg, **args))
-        xq, yq = values[n.inputs[0]].qtype, values[n.output].qtype
-        s = pow2_shift(xq.scale * np.asarray(a["w_scale"]) / yq.scale)
-        data, kernel, stride, pad = self._conv_shapes(n, self.shapes)
+            aq, yq = values[n.inputs[0]].qtype, values[n.output].qtype
+            bq = values[n.inputs[1]].qtype if len(n.inputs) > 1 else a["const_qtype"]
+            shape = self.shapes[n.output]
+            elems = int(np.prod(packed_shape(shape, cfg))) // (cfg.BATCH * cfg.BLOCK_OUT)
+            args = {"elems": elems, **lowering.add_steps(a["fixed"], aq, bq, yq, a["lo"],
+                                                         a["hi"])}
+            bufs = []
+            if len(n.inputs) == 1:  # a constant operand, broadcast to the output's shape
+                const = np.broadcast_to(a["const"], shape)
+                bufs.append(self._upload(pack(lowering.to_device(const, bq), cfg)))
+            bound = ops.add_bound(cfg, elems, a_steps=args["a_steps"], b_steps=args["b_steps"],
+                                  steps=args["steps"])
+            return _VtaStep(n, "add", args, bufs, bound)
+        if n.op in ("maxpool", "avgpool"):
+            args = self._pool_args(n, self.shapes)
+            bound = ops.pool2d_bound(cfg, args["data_shape"], kind=args["kind"],
+                                     kernel=args["kernel"], stride=args["stride"],
+                                     pads=args["pads"], steps=args["steps"])
+            return _VtaStep(n, "pool", args, [], bound)
+        data, kernel, stride, pad, epi, rows = self._conv_shapes(n, self.shapes)
         w = a["weight"]
         if n.op == "conv":
             packed_w = ops.pack_oihw(w, cfg)
         else:
             packed_w = ops.pack_oihw(w[:, :, None, None], cfg)
-        o_pad = kernel[0] * cfg.BLOCK_OUT
-        bias = np.zeros(o_pad, np.int64)
-        if a["bias"] is not None:
-            bias[:w.shape[0]] = a["bias"]
-        bias += (1 << (s - 1)) if s else 0
-        packed_b = np.broadcast_to(bias.reshape(kernel[0], 1, cfg.BLOCK_OUT),
-                                   (kernel[0], cfg.BATCH, cfg.BLOCK_OUT)).astype("<i4")
-        bufs = [self._upload(packed_w), self._upload(packed_b)]
+        bufs = [self._upload(packed_w), self._upload(rows)]
         args = {"data_shape": data, "kernel_shape": kernel, "stride": stride, "padding": pad,
-                "shift": s, "clip": (a["lo"], a["hi"]), "residual": None}
+                "epilogue": epi, "residual": None}
         if n.name in self.folded:
             args["residual"] = self._residual(self.folded[n.name])
             bufs.append(self._upload(args["residual"].weights(cfg)))
-        bound = ops.conv2d_bound(cfg, data, kernel, stride=stride, padding=pad, bias=True,
-                                 shift=s, clip=args["clip"], residual=args["residual"])
+        bound = ops.conv2d_bound(cfg, data, kernel, stride=stride, padding=pad, epilogue=epi,
+                                 residual=args["residual"])
         return _VtaStep(n, "conv", args, bufs, bound)
-
-    def _residual(self, f: fold.Fold) -> ops.Residual:
-        """The folded add ``f`` as the convolution's :class:`~vta.ops.Residual`."""
-        add = self.graph.node(f.add)
-        qs = (self.graph.values[v].qtype for v in (*add.inputs, add.output))
-        shifts = add_shifts(*qs)
-        s = shifts[2]
-        return ops.Residual(shifts[f.operand], shifts[1 - f.operand],
-                            (1 << (s - 1)) if s else 0, s, clip=(add.attrs["lo"], add.attrs["hi"]))
 
     def _run_step(self, step: _VtaStep, ins: list[Buffer], out: Buffer) -> RunStats | None:
         """Build and run a VTA node's stream, or replay what its first run wrote and ran."""
@@ -545,15 +631,21 @@ class Executor:
         q = self._queue
         before = len(q.history)
         self._recorder.log = []
+        a = step.args
         if step.kind == "conv":
-            a = step.args
+            folded = a["residual"] is not None
             ops.emit_conv2d(q, a["data_shape"], a["kernel_shape"], ins[0], step.bufs[0], out,
                             stride=a["stride"], padding=a["padding"], bias=step.bufs[1],
-                            shift=a["shift"], clip=a["clip"], residual=a["residual"],
-                            other=ins[1] if a["residual"] is not None else None,
-                            identity=step.bufs[2] if a["residual"] is not None else None)
+                            epilogue=a["epilogue"], residual=a["residual"],
+                            other=ins[1] if folded else None,
+                            identity=step.bufs[2] if folded else None)
+        elif step.kind == "pool":
+            ops.emit_pool2d(q, a["data_shape"], ins[0], out, kind=a["kind"], kernel=a["kernel"],
+                            stride=a["stride"], pads=a["pads"], steps=a["steps"])
         else:
-            ops.emit_add(q, ins[0], ins[1], out, **step.args)
+            ops.emit_add(q, ins[0], ins[1] if len(ins) > 1 else step.bufs[0], out,
+                         a["elems"], a_steps=a["a_steps"], b_steps=a["b_steps"],
+                         steps=a["steps"])
         q.synchronize()
         if self.replay:
             step.recorded = self._recorder.log
@@ -562,20 +654,32 @@ class Executor:
 
     @staticmethod
     def _epilogue_text(step: _VtaStep) -> str:
-        a = step.args
-        parts = []
-        if step.kind == "conv":
-            parts.append("bias")
-        else:
-            parts.append(f"a<<{a['a_lshift']} + b<<{a['b_lshift']}")
-        if a["shift"]:
-            parts.append(f"round, >>{a['shift']}")
-        parts.append(f"clip {a['clip'][0]}..{a['clip'][1]}")
-        r = a.get("residual")
+        n = step.node
+        fp = n.attrs.get("fixed")
+        if step.kind == "pool":
+            what = "max" if step.args["kind"] == "max" else "sum"
+            kh, kw = step.args["kernel"]
+            parts = [f"{what} over {kh}x{kw}"]
+            if step.args["steps"]:
+                parts.append(f"{len(step.args['steps'])} ALU steps")
+            return ", ".join(parts)
+        if step.kind == "add":
+            text = f"a*{fp.mult_a} + b*{fp.mult_b}"
+            if fp.shift:
+                text += f", round >>{fp.shift}"
+            return text + f", clip {n.attrs['lo']}..{n.attrs['hi']}"
+        epi = step.args["epilogue"]
+        parts = ["bias"]
+        if epi.regions:
+            parts.append(f"zero-point border x{len(epi.regions)}")
+        parts.append(fp.describe())
+        parts.append(f"clip {n.attrs['lo']}..{n.attrs['hi']}")
+        if fp.error:
+            parts.append(f"err<={fp.error:.3f}")
+        r = step.args.get("residual")
         if r is not None:
-            parts.append(f"+ the add: y<<{r.conv_lshift} + other<<{r.other_lshift}"
-                         + (f", round, >>{r.shift}" if r.shift else "")
-                         + f", clip {r.clip[0]}..{r.clip[1]}")
+            parts.append(f"+ the add: {len(r.conv_steps)} steps on y, other x{r.other_mult}, "
+                         f"{len(r.steps)} steps")
         return ", ".join(parts)
 
     # ---------------------------------------------------------------- run
@@ -593,14 +697,16 @@ class Executor:
 
         def to_device(v: str) -> None:
             if v not in on_device:
-                dev.write(self.dev_buf[v], pack(host[v], cfg))
+                q = g.values[v].qtype
+                dev.write(self.dev_buf[v], pack(lowering.to_device(host[v], q), cfg))
                 on_device.add(v)
 
         def to_host(v: str) -> np.ndarray:
             if v not in host:
                 shape = packed_shape(self.shapes[v], cfg)
                 raw = dev.read(self.dev_buf[v], int(np.prod(shape)))
-                host[v] = unpack(raw.view(np.int8).reshape(shape), self.shapes[v])
+                host[v] = lowering.from_device(
+                    unpack(raw.view(np.int8).reshape(shape), self.shapes[v]), g.values[v].qtype)
             return host[v]
 
         folded_into = {f.add: f.conv for f in self.folded.values()}
@@ -608,7 +714,8 @@ class Executor:
             t0 = time.perf_counter()
             ins, out = self.io[n.name]
             if n.name in folded_into:
-                rec = NodeReport(n.name, n.op, "vta", epilogue=f"folded into {folded_into[n.name]}")
+                rec = NodeReport(n.name, n.op, "vta",
+                                 epilogue=f"folded into {folded_into[n.name]}")
             elif n.name in self.on_vta:
                 for v in ins:
                     to_device(v)
@@ -617,16 +724,12 @@ class Executor:
                 on_device.add(out)
                 if out in self.read_back:
                     to_host(out)
-                macs = 0
-                if n.op in ("conv", "dense"):
-                    w = n.attrs["weight"]
-                    y = self.shapes[n.output]
-                    macs = int(np.prod(w.shape)) * int(np.prod(y)) // y[1]
                 rec = NodeReport(n.name, n.op, "vta", epilogue=self._epilogue_text(step),
-                                 stats=stats, macs=macs, bound=step.bound)
+                                 stats=stats, macs=node_macs(n, self.shapes), bound=step.bound)
             else:
                 host[n.output] = eval_node(n, g, [to_host(v) for v in n.inputs])
-                rec = NodeReport(n.name, n.op, "cpu", reason=self.reasons[n.name])
+                rec = NodeReport(n.name, n.op, "cpu", reason=self.reasons[n.name],
+                                 macs=node_macs(n, self.shapes))
             rec.seconds = time.perf_counter() - t0
             report.nodes.append(rec)
         outputs = {v: to_host(v) for v in g.outputs}

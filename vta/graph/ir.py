@@ -26,11 +26,15 @@ Operators (``Node.op``) and their attributes
 
 Arithmetic of the int operators (the int8 reference, :mod:`vta.graph.reference`)
 --------------------------------------------------------------------------------
-``acc = wrap32(sum((x - zx) * (w - zw)) + bias)``; with ``r = x_scale * w_scale /
-y_scale``: when ``r`` is one power of two ``2**-s`` (0 <= s <= 31) for every
-channel, ``y = wrap32(acc + 2**(s-1)) >> s`` (an arithmetic shift that rounds
-half up, exactly what VTA's ALU does), else ``y = floor(acc * r + 1/2)``; then
-``y = clip(y + zy, lo, hi)``.  Add, average pool: the same rounding rule.
+``acc = wrap32(sum((x - zx) * (w - zw)) + bias)``; ``r = x_scale * w_scale /
+y_scale`` per output channel becomes fixed-point parameters at import
+(``attrs["fixed"]``, :mod:`vta.graph.fixed`): a pre-shift, a multiplier and a
+rounding shift, ``y ~ floor(acc * r + 1/2)`` computed exactly as VTA's ALU does
+it; then ``y = clip(y + zy, lo, hi)``.  Add (``attrs["fixed"]``: two
+multipliers and a shift), average and max pooling: the same rounding.  A
+node without fixed-point parameters (``attrs["fixed_why"]`` says why) is
+computed in float64 and runs on the CPU.  An ``add`` with one input has a
+constant second operand ``attrs["const"]`` of type ``attrs["const_qtype"]``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ import numpy as np
 
 from ..errors import VTAError
 
-__all__ = ["Graph", "GraphError", "Node", "QType", "Value", "pow2_shift"]
+__all__ = ["Graph", "GraphError", "Node", "QType", "Value"]
 
 
 class GraphError(VTAError, ValueError):
@@ -139,15 +143,3 @@ class Graph:
         """One line per node: name, op, inputs -> output."""
         return "\n".join(f"{n.name}: {n.op}({', '.join(n.inputs)}) -> {n.output}"
                          for n in self.nodes)
-
-
-def pow2_shift(ratio: Any) -> int | None:
-    """``s`` when every element of ``ratio`` equals ``2**-s`` with 0 <= s <= 31, else None."""
-    r = np.unique(np.asarray(ratio, dtype=np.float64))
-    if r.size != 1 or not r[0] > 0:
-        return None
-    mantissa, exponent = np.frexp(r[0])
-    if mantissa != 0.5:
-        return None
-    s = 1 - int(exponent)
-    return s if 0 <= s <= 31 else None

@@ -3,7 +3,9 @@
 * :func:`digits_model` -- the path of ``digits.onnx`` (package data, ~22 KB), a
   small CNN trained on scikit-learn's bundled handwritten digits by
   ``scripts/train_digits.py``; :func:`digits_test_set` -- its 360 held-out
-  images and labels.
+  images and labels; :func:`digits_float_model` -- the float network of the same
+  run (``digits_float.onnx``) and :func:`digits_calibration` -- 256 training
+  images, for ``vta graph quantize``.
 * :func:`resnet18` -- ResNet-18 (batch 1, 3x224x224, 1000 classes) as a
   quantized ONNX graph with deterministic random int8 weights and power-of-two
   scales, generated on demand (the file would be 11 MB).
@@ -19,7 +21,8 @@ import numpy as np
 
 from .export import ModelBuilder
 
-__all__ = ["digits_model", "digits_test_set", "resnet18"]
+__all__ = ["digits_calibration", "digits_float_model", "digits_model", "digits_test_set",
+           "resnet18"]
 
 
 def _data(name: str) -> Path:
@@ -29,6 +32,17 @@ def _data(name: str) -> Path:
 def digits_model() -> Path:
     """Path of the committed digits network (QDQ ONNX)."""
     return _data("digits.onnx")
+
+
+def digits_float_model() -> Path:
+    """Path of the float digits network (the same training run; input of ``vta graph quantize``)."""
+    return _data("digits_float.onnx")
+
+
+def digits_calibration() -> np.ndarray:
+    """256 training images (float32 (256, 1, 8, 8) in [0, 1]) to calibrate a quantizer."""
+    with np.load(_data("digits_test.npz")) as f:
+        return (f["calib"].astype(np.float32) / 16.0)[:, None]
 
 
 def digits_test_set() -> tuple[np.ndarray, np.ndarray]:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from . import fixed
 from .ir import Graph, GraphError, Node, QType, Value
 
 __all__ = ["load_onnx", "require_onnx"]
@@ -253,6 +254,7 @@ class _Importer:
         graph = Graph(self.name, self.inputs, self.graph_outputs, self.values, self.nodes,
                       {p.key: p.value for p in self.model.metadata_props})
         _fuse_int_relu(graph)
+        fixed.annotate(graph)
         return graph
 
     # ----------------------------------------------------- quantization
@@ -274,23 +276,25 @@ class _Importer:
         if x in self.consts:
             scale, zp = self.qparams(node, node.input[1], zp_name, "constant", per_channel=True)
             data = self.consts[x]
-            if scale.size > 1 and attrs.get("axis", 1) != 0:
-                self.fail(node, f"per-channel weights must be quantized along axis 0 (output "
-                                f"channels), not axis {attrs.get('axis', 1)}")
+            axis = int(attrs.get("axis", 1)) % max(data.ndim, 1)
             self.qconst[node.output[0]] = (data, scale.reshape(-1),
-                                           np.asarray(zp).reshape(-1).astype(np.int64))
+                                           np.asarray(zp).reshape(-1).astype(np.int64), axis)
             return
         q = self.qtype(node, node.input[1], zp_name, "input")
         self.set_qtype(node, x, q)
         self.dq[node.output[0]] = (x, q)
 
     # ------------------------------------------------------ linear ops
-    def weights(self, node, name: str, kind: str):
+    def weights(self, node, name: str, kind: str, out_axis: int = 0):
+        """int8 weights, scale and zero point; per-channel ones along ``out_axis``."""
         if name not in self.qconst:
             self.fail(node, f"{kind} {name!r} must be a DequantizeLinear of an int8 initializer")
-        data, scale, zp = self.qconst[name]
+        data, scale, zp, axis = self.qconst[name]
         if data.dtype != np.int8:
             self.fail(node, f"{kind} must be int8, not {data.dtype}")
+        if max(scale.size, zp.size) > 1 and axis != out_axis:
+            self.fail(node, f"per-channel weights must be quantized along axis {out_axis} "
+                            f"(output channels), not axis {axis}")
         return data, scale, zp
 
     def bias(self, node, name: str | None, x_scale: float, w_scale: np.ndarray,
@@ -299,10 +303,11 @@ class _Importer:
             return None
         unit = x_scale * w_scale
         if name in self.qconst:
-            data, scale, zp = self.qconst[name]
-            if np.any(zp != 0) or data.dtype != np.int32:
-                self.fail(node, "bias must be int32 with zero point 0")
-            real = data.astype(np.float64) * scale
+            data, scale, zp, _ = self.qconst[name]
+            if data.ndim != 1 or data.dtype not in (np.int32, np.int8, np.uint8):
+                self.fail(node, f"bias must be a 1-D int32, int8 or uint8 tensor, not "
+                                f"{data.dtype} {data.shape}")
+            real = (data.astype(np.float64) - zp) * scale
         elif name in self.consts:
             real = self.consts[name].astype(np.float64)
         else:
@@ -386,29 +391,51 @@ class _Importer:
                 or attrs.get("transA", 0):
             self.fail(node, "only Gemm with alpha=1, beta=1, transA=0 is supported")
         x, xq = self.dq_input(node, node.input[0])
-        w, ws, wz = self.weights(node, node.input[1], "weight")
-        if not attrs.get("transB", 0):
+        trans = bool(attrs.get("transB", 0))
+        w, ws, wz = self.weights(node, node.input[1], "weight", 0 if trans else 1)
+        if not trans:
             w = np.ascontiguousarray(w.T)
-            if ws.size > 1:
-                self.fail(node, "per-channel weights of a Gemm must use transB=1")
-        out, yq, rng, src = self.fused_epilogue(node, "Gemm")
-        self.linear(i, node, "dense", x, xq, w, ws, wz, node.input[2] if len(node.input) > 2
-                    else None, {}, out, yq, rng, src)
+        bias = node.input[2] if len(node.input) > 2 and node.input[2] else None
+        self.dense_node(i, node, x, xq, w, ws, wz, bias, "Gemm")
 
     def op_MatMul(self, i, node):
         x, xq = self.dq_input(node, node.input[0])
-        w, ws, wz = self.weights(node, node.input[1], "weight")
-        if w.ndim != 2 or ws.size > 1:
-            self.fail(node, "MatMul weights must be a 2-D per-tensor quantized constant")
-        out, yq, rng, src = self.fused_epilogue(node, "MatMul")
-        self.linear(i, node, "dense", x, xq, np.ascontiguousarray(w.T), ws, wz, None, {}, out,
-                    yq, rng, src)
+        w, ws, wz = self.weights(node, node.input[1], "weight", 1)
+        if w.ndim != 2:
+            self.fail(node, f"MatMul weights must be a 2-D constant, not {w.ndim}-D")
+        self.dense_node(i, node, x, xq, np.ascontiguousarray(w.T), ws, wz, None, "MatMul")
+
+    def dense_node(self, i, node, x, xq, w, ws, wz, bias, what: str) -> None:
+        """A dense layer; a following ``Add`` of a constant (the bias) is fused into it."""
+        add = None if bias else self.single_user(node.output[0], ("Add",))
+        if add is not None:
+            other = [n for n in self.onnx_nodes[add].input if n != node.output[0]]
+            if len(other) == 1 and (other[0] in self.qconst or other[0] in self.consts):
+                bias = other[0]
+                self.skip.add(add)
+                node = _Alias(node, self.onnx_nodes[add].output[0])
+        out, yq, rng, src = self.fused_epilogue(node, what)
+        if add is not None and add in self.skip:
+            src = (node.name, self.onnx_nodes[add].name) + src[1:]
+        self.linear(i, node, "dense", x, xq, w, ws, wz, bias, {}, out, yq, rng, src)
 
     def op_Add(self, i, node):
-        (a, aq), (b, bq) = (self.dq_input(node, n) for n in node.input)
+        consts = [n for n in node.input if n in self.qconst]
+        if len(consts) == 2:
+            self.fail(node, "both operands are constants")
+        attrs: dict[str, Any] = {}
+        if consts:  # y = a + constant, the constant quantized on its own (ORT's QDQ bias)
+            data, scale, zp, _ = self.qconst[consts[0]]
+            if scale.size != 1 or zp.size != 1 or data.dtype not in (np.int8, np.uint8):
+                self.fail(node, f"constant operand {consts[0]!r} must be int8/uint8 quantized "
+                                "per tensor")
+            attrs.update(const=data, const_qtype=QType(float(scale[0]), int(zp[0]),
+                                                       str(data.dtype)))
+        ins = [self.dq_input(node, n) for n in node.input if n not in consts]
         out, yq, rng, src = self.fused_epilogue(node, "Add")
         lo, hi = self.out_range(yq, rng)
-        self.add_node(node.name, "add", [a, b], out, {"lo": lo, "hi": hi}, src, qtype=yq)
+        attrs.update(lo=lo, hi=hi)
+        self.add_node(node.name, "add", [n for n, _ in ins], out, attrs, src, qtype=yq)
 
     # ----------------------------------------------------- QOperator ops
     def op_QLinearConv(self, i, node):
@@ -443,21 +470,70 @@ class _Importer:
         w = self.const(node, node.input[3], "input B")
         if w.dtype != np.int8 or w.ndim != 2:
             self.fail(node, f"input B must be a 2-D int8 constant, not {w.dtype} {w.shape}")
-        wq = self.qtype(node, node.input[4], node.input[5], "input B")
+        ws, wz = self.qparams(node, node.input[4], node.input[5], "input B", per_channel=True)
         yq = self.qtype(node, node.input[6], node.input[7], "output")
         n_out = w.shape[1]
+        if ws.size not in (1, n_out) or np.asarray(wz).size not in (1, n_out):
+            self.fail(node, f"input B scale/zero point must have 1 or {n_out} values")
         attrs = {"weight": np.ascontiguousarray(w.T),
-                 "w_scale": np.full(n_out, wq.scale), "w_zero": np.full(n_out, wq.zero_point),
+                 "w_scale": np.broadcast_to(ws.reshape(-1), (n_out,)).astype(np.float64),
+                 "w_zero": np.broadcast_to(np.asarray(wz).reshape(-1), (n_out,)).astype(
+                     np.int64),
                  "bias": None, "lo": yq.qmin, "hi": yq.qmax}
         self.add_node(node.name, "dense", [a], node.output[0], attrs, (node.name,), qtype=yq)
 
+    def op_QGemm(self, i, node):
+        ins = list(node.input) + [""] * (9 - len(node.input))
+        attrs = self.attrs(node)
+        if attrs.get("alpha", 1.0) != 1.0 or attrs.get("transA", 0):
+            self.fail(node, "only QGemm with alpha=1 and transA=0 is supported")
+        if not ins[7]:
+            self.fail(node, "a QGemm with a float output (no y_scale) is not supported")
+        a = ins[0]
+        self.set_qtype(node, a, self.qtype(node, ins[1], ins[2], "input A"))
+        w = self.const(node, ins[3], "input B")
+        if w.dtype != np.int8 or w.ndim != 2:
+            self.fail(node, f"input B must be a 2-D int8 constant, not {w.dtype} {w.shape}")
+        ws, wz = self.qparams(node, ins[4], ins[5], "input B", per_channel=True)
+        if not attrs.get("transB", 0):
+            w = np.ascontiguousarray(w.T)
+        yq = self.qtype(node, ins[7], ins[8], "output")
+        n_out = w.shape[0]
+        bias = None
+        if ins[6]:
+            bias = self.const(node, ins[6], "bias C")
+            if bias.dtype != np.int32 or bias.shape != (n_out,):
+                self.fail(node, f"bias C must be int32 of shape ({n_out},), not {bias.dtype} "
+                                f"{bias.shape}")
+        if ws.size not in (1, n_out) or np.asarray(wz).size not in (1, n_out):
+            self.fail(node, f"input B scale/zero point must have 1 or {n_out} values")
+        attrs = {"weight": w, "w_scale": np.broadcast_to(ws.reshape(-1), (n_out,)).astype(
+                     np.float64),
+                 "w_zero": np.broadcast_to(np.asarray(wz).reshape(-1), (n_out,)).astype(
+                     np.int64),
+                 "bias": bias, "lo": yq.qmin, "hi": yq.qmax}
+        self.add_node(node.name, "dense", [a], node.output[0], attrs, (node.name,), qtype=yq)
+
     def op_QLinearAdd(self, i, node):
-        ins = list(node.input)
-        for name, s, z, what in ((ins[0], ins[1], ins[2], "A"), (ins[3], ins[4], ins[5], "B")):
+        ins = list(node.input) + [""] * (8 - len(node.input))
+        operands = [(ins[0], ins[1], ins[2], "A"), (ins[3], ins[4], ins[5], "B")]
+        consts = [op for op in operands if op[0] in self.consts]
+        if len(consts) == 2:
+            self.fail(node, "both operands are constants")
+        yq = self.qtype(node, ins[6], ins[7], "output")
+        attrs = {"lo": yq.qmin, "hi": yq.qmax}
+        if consts:  # y = a + constant (e.g. a bias after QLinearMatMul)
+            (name, s, z, what), = consts
+            cq = self.qtype(node, s, z, f"input {what}")
+            data = self.consts[name]
+            if str(data.dtype) != cq.dtype:
+                self.fail(node, f"constant input {what} must be {cq.dtype}, not {data.dtype}")
+            attrs.update(const=data, const_qtype=cq)
+            operands = [op for op in operands if op[0] not in self.consts]
+        for name, s, z, what in operands:
             self.set_qtype(node, name, self.qtype(node, s, z, f"input {what}"))
-        yq = self.qtype(node, ins[6], ins[7] if len(ins) > 7 else None, "output")
-        self.add_node(node.name, "add", [ins[0], ins[3]], node.output[0],
-                      {"lo": yq.qmin, "hi": yq.qmax}, (node.name,), qtype=yq)
+        self.add_node(node.name, "add", [op[0] for op in operands], node.output[0], attrs,
+                      (node.name,), qtype=yq)
 
     def op_QLinearGlobalAveragePool(self, i, node):
         if self.attrs(node).get("channels_last", 0):
@@ -564,6 +640,14 @@ class _Importer:
             self.dq[new] = self.dq.pop(old)
 
 
+class _Alias:
+    """An ONNX node seen with another output (a MatMul whose bias Add is fused into it)."""
+
+    def __init__(self, node, output: str):
+        self.name, self.op_type, self.input = node.name, node.op_type, node.input
+        self.output = [output]
+
+
 class _Named:
     def __init__(self, name: str, op_type: str):
         self.name, self.op_type = name, op_type
@@ -613,11 +697,17 @@ def load_onnx(model: str | Path | bytes | Any) -> Graph:
         (the message names the node and the reason).
     """
     onnx = require_onnx()
+    where = "the model"
     if isinstance(model, (str, Path)):
+        where = str(model)
         try:
+            if Path(model).stat().st_size == 0:
+                raise GraphError(f"{model}: the file is empty, not an ONNX model")
             model = onnx.load(str(model))
         except FileNotFoundError:
             raise GraphError(f"{model}: no such ONNX file") from None
+        except GraphError:
+            raise
         except Exception as exc:  # protobuf's DecodeError and friends
             raise GraphError(f"{model}: not a readable ONNX model ({exc})") from None
     elif isinstance(model, (bytes, bytearray)):
@@ -625,4 +715,6 @@ def load_onnx(model: str | Path | bytes | Any) -> Graph:
             model = onnx.load_from_string(bytes(model))
         except Exception as exc:
             raise GraphError(f"not a readable ONNX model ({exc})") from None
+    if not model.graph.node or not model.graph.output:
+        raise GraphError(f"{where}: not an ONNX model with a graph (no nodes or no outputs)")
     return _Importer(model).run()

@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .ir import Graph, GraphError, Node, QType, pow2_shift
+from . import fixed
+from .fixed import AddFixed, FixedPoint
+from .ir import Graph, GraphError, Node, QType
 
 __all__ = ["eval_node", "infer_shapes", "run_reference"]
 
@@ -28,22 +30,21 @@ def _round_half_up(x: np.ndarray) -> np.ndarray:
 
 
 def requantize(acc: np.ndarray, ratio: Any, zero_point: int, lo: int, hi: int,
-               axis: int = 1) -> np.ndarray:
-    """int64 accumulators -> clipped integers (``acc * ratio`` rounded half up, + zero point).
+               fp: FixedPoint | None = None, axis: int = 1) -> np.ndarray:
+    """int64 accumulators -> clipped integers: ``acc * ratio`` rounded half up, + zero point.
 
-    A ratio that is one power of two ``2**-s`` is an arithmetic shift with the
-    rounding offset added in the int32 accumulator, exactly as VTA runs it.
+    With fixed-point parameters ``fp`` exactly as VTA computes it
+    (:func:`vta.graph.fixed.apply`; ``acc`` already holds the pre-shift's
+    offset), else in float64 (a node that has none runs on the CPU).
     """
-    ratio = np.asarray(ratio, dtype=np.float64)
-    s = pow2_shift(ratio)
-    if s is not None:
-        y = wrap32(acc + ((1 << (s - 1)) if s else 0)) >> s
+    if fp is not None:
+        y = fixed.apply(acc, fp, axis)
     else:
-        if ratio.ndim:  # per channel along ``axis``
-            shape = [1] * acc.ndim
+        ratio = np.asarray(ratio, dtype=np.float64)
+        shape = [1] * acc.ndim
+        if ratio.size > 1:  # per channel along ``axis``
             shape[axis] = ratio.size
-            ratio = ratio.reshape(shape)
-        y = _round_half_up(acc * ratio)
+        y = _round_half_up(acc * ratio.reshape(shape))
     return np.clip(y + zero_point, lo, hi)
 
 
@@ -104,49 +105,26 @@ def _linear(node: Node, x: np.ndarray, xq: QType, yq: QType) -> np.ndarray:
         acc = conv_acc(xi, w, a["stride"], a["pads"], a["dilation"], a["group"])
     else:
         acc = np.rint(xi.astype(np.float64) @ w.T.astype(np.float64)).astype(np.int64)
-    acc = wrap32(acc)
+    fp = a.get("fixed")
+    bias = np.zeros(w.shape[0], np.int64)
     if a.get("bias") is not None:
-        b = a["bias"].astype(np.int64)
-        acc = wrap32(acc + (b.reshape(1, -1, 1, 1) if node.op == "conv" else b))
+        bias += a["bias"].astype(np.int64)
+    if fp is not None:
+        bias += fp.offset()
+    acc = wrap32(acc + (bias.reshape(1, -1, 1, 1) if node.op == "conv" else bias))
     ratio = xq.scale * np.asarray(a["w_scale"], dtype=np.float64) / yq.scale
-    return requantize(acc, ratio, yq.zero_point, a["lo"], a["hi"])
+    return requantize(acc, ratio, yq.zero_point, a["lo"], a["hi"], fp)
 
 
 def add_ints(a: np.ndarray, aq: QType, b: np.ndarray, bq: QType, yq: QType, lo: int,
-             hi: int) -> np.ndarray:
-    """Quantized add (see the module docstring of :mod:`vta.graph.ir`)."""
-    shifts = add_shifts(aq, bq, yq)
+             hi: int, fp: AddFixed | None = None) -> np.ndarray:
+    """Quantized add: fixed point with ``fp`` (:class:`vta.graph.fixed.AddFixed`), else float64."""
     ai, bi = _int(a, aq), _int(b, bq)
-    if shifts is not None:
-        la, lb, s = shifts
-        acc = wrap32(wrap32((ai << la) + (bi << lb)) + ((1 << (s - 1)) if s else 0))
-        y = acc >> s
+    if fp is not None:
+        y = fp.apply(ai, bi)
     else:
         y = _round_half_up(ai * (aq.scale / yq.scale) + bi * (bq.scale / yq.scale))
     return np.clip(y + yq.zero_point, lo, hi)
-
-
-def add_shifts(aq: QType, bq: QType, yq: QType) -> tuple[int, int, int] | None:
-    """``(a_lshift, b_lshift, shift)`` when both scale ratios are powers of two, else None.
-
-    ``y = ((a << a_lshift) + (b << b_lshift) + round) >> shift``, shifts within
-    what the ALU add can do (left shifts 0..23, right shift 0..16).
-    """
-    exps = []
-    for q in (aq, bq):
-        mantissa, exponent = np.frexp(np.float64(q.scale) / np.float64(yq.scale))
-        if mantissa != 0.5:
-            return None
-        exps.append(int(exponent) - 1)
-    e = min(exps)
-    la, lb = exps[0] - e, exps[1] - e
-    if e >= 0:
-        la, lb, s = la + e, lb + e, 0
-    else:
-        s = -e
-    if max(la, lb) > 23 or s > 16:
-        return None
-    return la, lb, s
 
 
 def _pool(node: Node, x: np.ndarray, xq: QType | None, yq: QType | None) -> np.ndarray:
@@ -157,7 +135,10 @@ def _pool(node: Node, x: np.ndarray, xq: QType | None, yq: QType | None) -> np.n
         out = None
         for _, _, view in _windows(xp, a["kernel"], a["stride"]):
             out = view.copy() if out is None else np.maximum(out, view)
-        return out
+        if xq is None or xq == yq:
+            return out
+        return requantize(_int(out, xq), xq.scale / yq.scale, yq.zero_point, yq.qmin,
+                          yq.qmax, a.get("fixed"))
     if a.get("global"):
         total = x.astype(np.float64 if xq is None else np.int64)
         if xq is not None:
@@ -177,6 +158,11 @@ def _pool(node: Node, x: np.ndarray, xq: QType | None, yq: QType | None) -> np.n
             count = cview.copy() if count is None else count + cview
     if xq is None:
         return (total / count).astype(np.float32)
+    sizes = np.unique(count)
+    fp = fixed.pool_params(int(sizes[0]), xq, yq) if sizes.size == 1 else None
+    if isinstance(fp, FixedPoint):  # one window size: the integer sum, scaled in fixed point
+        return requantize(np.rint(total).astype(np.int64), None, yq.zero_point, yq.qmin,
+                          yq.qmax, fp)
     return np.clip(_round_half_up(total / count * (xq.scale / yq.scale)) + yq.zero_point,
                    yq.qmin, yq.qmax)
 
@@ -199,7 +185,11 @@ def eval_node(node: Node, graph: Graph, inputs: list[np.ndarray]) -> np.ndarray:
     if node.op in ("conv", "dense"):
         y = _linear(node, x, qin[0], yq)
     elif node.op == "add":
-        y = add_ints(x, qin[0], inputs[1], qin[1], yq, a["lo"], a["hi"])
+        if len(inputs) > 1:
+            b, bq = inputs[1], qin[1]
+        else:  # a constant operand (broadcast)
+            b, bq = a["const"], a["const_qtype"]
+        y = add_ints(x, qin[0], b, bq, yq, a["lo"], a["hi"], a.get("fixed"))
     elif node.op in ("maxpool", "avgpool"):
         y = _pool(node, x, qin[0], yq)
     elif node.op == "relu":
@@ -252,6 +242,7 @@ def run_reference(graph: Graph, feeds: Mapping[str, Any],
                   keep: bool = False) -> dict[str, np.ndarray]:
     """Run ``graph`` on NumPy alone; returns the outputs by name (every value if ``keep``)."""
     env = check_feeds(graph, feeds)
+    infer_shapes(graph, {k: v.shape for k, v in env.items()})  # a one-line error for bad sizes
     for node in graph.nodes:
         env[node.output] = eval_node(node, graph, [env[i] for i in node.inputs])
     return env if keep else {name: env[name] for name in graph.outputs}
@@ -265,6 +256,12 @@ def infer_shapes(graph: Graph, input_shapes: Mapping[str, tuple[int, ...]]
         x = shapes[node.inputs[0]]
         a = node.attrs
         if node.op in ("conv", "maxpool", "avgpool"):
+            if len(x) != 4:
+                raise GraphError(f"node {node.name!r} ({node.op}): its input has shape {x}, not "
+                                 "4-D (N, C, H, W)")
+            if node.op == "conv" and x[1] != a["weight"].shape[1] * a["group"]:
+                raise GraphError(f"node {node.name!r} (conv): its input has {x[1]} channels, "
+                                 f"its weights take {a['weight'].shape[1] * a['group']}")
             if a.get("global"):
                 shapes[node.output] = x[:2] + (1, 1)
                 continue
@@ -273,12 +270,23 @@ def infer_shapes(graph: Graph, input_shapes: Mapping[str, tuple[int, ...]]
             t, left, b, r = a["pads"]
             oh = (x[2] + t + b - dil[0] * (kernel[0] - 1) - 1) // a["stride"][0] + 1
             ow = (x[3] + left + r - dil[1] * (kernel[1] - 1) - 1) // a["stride"][1] + 1
+            if oh < 1 or ow < 1:
+                raise GraphError(f"node {node.name!r} ({node.op}): a {kernel[0]}x{kernel[1]} "
+                                 f"window does not fit its {x[2]}x{x[3]} input")
             c = a["weight"].shape[0] if node.op == "conv" else x[1]
             shapes[node.output] = (x[0], c, oh, ow)
         elif node.op == "dense":
+            if len(x) != 2 or x[1] != a["weight"].shape[1]:
+                raise GraphError(f"node {node.name!r} (dense): its input has shape {x}, but its "
+                                 f"weights take (N, {a['weight'].shape[1]}); check the input's "
+                                 "size")
             shapes[node.output] = (x[0], a["weight"].shape[0])
         elif node.op == "reshape":
-            shapes[node.output] = _reshape_target(x, a["shape"])
+            target = _reshape_target(x, a["shape"])
+            if np.prod(target) != np.prod(x) or min(target, default=1) < 0:
+                raise GraphError(f"node {node.name!r} (reshape): cannot reshape {x} to "
+                                 f"{a['shape']}")
+            shapes[node.output] = target
         elif node.op == "flatten":
             axis = a["axis"] % len(x) if a["axis"] < 0 else a["axis"]
             shapes[node.output] = (int(np.prod(x[:axis])), int(np.prod(x[axis:])))

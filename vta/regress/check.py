@@ -1,8 +1,10 @@
-"""Running a case on the reference golden model and on a device, and comparing the two.
+"""Running a case on a reference model and on a device, and comparing the two.
 
 A :class:`Session` holds one open device (the backend under test, simulator
-process included) and one reference :class:`~vta.golden.GoldenModel` with the
-same memory size, and reuses both for every case of one configuration.
+process included) and one reference model with the same memory size -- the
+fast :class:`~vta.golden.GoldenModel`, or the specification
+:class:`~vta.golden.SpecModel` (:data:`REFERENCES`, ``vta regress --against``)
+-- and reuses both for every case of one configuration.
 :meth:`Session.check` runs a case on both and compares, in this order:
 
 1. the outcome: both finish, or both report the same fault (code, module and
@@ -28,7 +30,7 @@ import numpy as np
 from ..config import Config
 from ..device import Device, open_device
 from ..errors import DeadlockError, DeviceTimeoutError, ExecutionError
-from ..golden import GoldenModel, TraceEvent
+from ..golden import GoldenModel, SpecModel, TraceEvent
 from ..isa import UOP_BYTES, GemmInsn, MemId, Opcode
 from ..regs import TIMING_COUNTERS
 from .generator import ARENA_BYTES, Case, Generator
@@ -36,6 +38,9 @@ from .generator import ARENA_BYTES, Case, Generator
 #: Backends a session can check against the reference (the f1/f2-sim: the AWS wrappers
 #: simulated, with option ``simulator``).
 BACKENDS = ("golden", "verilator", "icarus", "f1-sim", "f2-sim")
+#: The models a device can be checked against: the fast golden model (the golden backend's
+#: own), or the specification model, against which ``-b golden`` checks the fast one.
+REFERENCES: dict[str, type] = {"golden": GoldenModel, "spec": SpecModel}
 
 
 @dataclass
@@ -86,26 +91,27 @@ class Mismatch:
         return {"kind": self.kind, "detail": self.detail, "message": self.message}
 
 
-def compare(case: Case, ref: Outcome, dut: Outcome) -> Mismatch | None:
-    """The first difference between the reference's and the device's runs of ``case``."""
+def compare(case: Case, ref: Outcome, dut: Outcome, name: str = "golden") -> Mismatch | None:
+    """The first difference between the reference's (called ``name`` in messages) and the
+    device's runs of ``case``."""
     if ref.error is not None or dut.error is not None:
-        return _compare_errors(ref, dut)
+        return _compare_errors(ref, dut, name)
     diff = np.flatnonzero(ref.memory != dut.memory)
     if diff.size:
         first = int(diff[0])
         area = _area_of(case, first)
         return Mismatch("memory", area, (
             f"device memory differs at {diff.size} bytes; first at arena offset 0x{first:x} "
-            f"({area} area): golden {ref.memory[first]}, device {dut.memory[first]}"))
-    for name, value in ref.counters.items():
-        if name in dut.counters and dut.counters[name] != value:
-            return Mismatch("counter", name,
-                            f"counter {name}: golden {value}, device {dut.counters[name]}")
+            f"({area} area): {name} {ref.memory[first]}, device {dut.memory[first]}"))
+    for counter, value in ref.counters.items():
+        if counter in dut.counters and dut.counters[counter] != value:
+            return Mismatch("counter", counter,
+                            f"counter {counter}: {name} {value}, device {dut.counters[counter]}")
     if ref.trace is not None and dut.trace is not None and ref.trace != dut.trace:
         pairs = [(a, b) for a, b in zip(ref.trace, dut.trace, strict=False) if a != b]
-        text = "".join(f"\n  golden {_step(a)}\n  device {_step(b)}" for a, b in pairs[:3])
+        text = "".join(f"\n  {name} {_step(a)}\n  device {_step(b)}" for a, b in pairs[:3])
         if not pairs:
-            text = f" (golden {len(ref.trace)} records, device {len(dut.trace)})"
+            text = f" ({name} {len(ref.trace)} records, device {len(dut.trace)})"
         return Mismatch("trace", "trace", "traces differ:" + text)
     return None
 
@@ -126,19 +132,19 @@ def _step(step: tuple) -> str:
             f"push={','.join(pushed) or '-'}")
 
 
-def _compare_errors(ref: Outcome, dut: Outcome) -> Mismatch | None:
+def _compare_errors(ref: Outcome, dut: Outcome, name: str) -> Mismatch | None:
     detail = f"{ref.code}/{dut.code}"
     if ref.code != dut.code:
-        return Mismatch("outcome", detail, f"golden: {_says(ref)}; device: {_says(dut)}")
+        return Mismatch("outcome", detail, f"{name}: {_says(ref)}; device: {_says(dut)}")
     g, d = ref.error, dut.error
     if "stuck" in g:
         stuck = d.get("stuck", {})
         if not any(g["stuck"].get(m) == i for m, i in stuck.items()):
             return Mismatch("outcome", detail + " (where)",
-                            f"golden: {_says(ref)}; device: {_says(dut)}")
+                            f"{name}: {_says(ref)}; device: {_says(dut)}")
     elif (g["module"], g["index"]) != (d.get("module"), d.get("index")):
         return Mismatch("outcome", detail + " (where)",
-                        f"golden: {_says(ref)}; device: {_says(dut)}")
+                        f"{name}: {_says(ref)}; device: {_says(dut)}")
     return None
 
 
@@ -166,8 +172,8 @@ class Session:
     cfg : Config
         The configuration.
     reference : type, optional
-        The reference model class (default :class:`~vta.golden.GoldenModel`;
-        tests pass a deliberately broken subclass).
+        The reference model class (default :class:`~vta.golden.GoldenModel`, or one of
+        :data:`REFERENCES`; tests pass a deliberately broken subclass).
     trace : bool
         Record the device's per-instruction trace and compare it.
     **options
@@ -192,6 +198,9 @@ class Session:
         self.base = self.arena.addr
         self.trace = trace
         self.reference = reference
+        #: what messages call the reference: its name in REFERENCES
+        self.ref_name = next((name for name, cls in REFERENCES.items()
+                              if issubclass(reference, cls)), reference.__name__)
         self.ref = reference(cfg, np.zeros(self.mem_size, dtype=np.uint8))
 
     def close(self) -> None:
@@ -247,9 +256,9 @@ class Session:
         ref = self.run_reference(case, image)
         dut = self.run_device(case, image)
         if dut.code == "HANG":
-            return ref, dut, Mismatch("hang", "", f"golden: {_says(ref)}; device: "
+            return ref, dut, Mismatch("hang", "", f"{self.ref_name}: {_says(ref)}; device: "
                                                   f"{dut.error['message']}")
-        return ref, dut, compare(case, ref, dut)
+        return ref, dut, compare(case, ref, dut, self.ref_name)
 
     def scrub(self) -> None:
         """Zero every scratchpad (UOP, INP, WGT, ACC, OUT) on both sides.
@@ -260,7 +269,7 @@ class Session:
         case = scrub_case(self.cfg, self.base)
         ref, dut, mismatch = self.check(case)
         if ref.error or dut.error or mismatch:
-            raise RuntimeError(f"the scrub program failed: golden {_says(ref)}, device "
+            raise RuntimeError(f"the scrub program failed: {self.ref_name} {_says(ref)}, device "
                                f"{_says(dut)}, {mismatch}")
 
 

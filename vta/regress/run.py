@@ -36,8 +36,7 @@ from typing import Any
 
 from ..config import Config
 from ..errors import VTAError
-from ..golden import GoldenModel
-from .check import BACKENDS
+from .check import BACKENDS, REFERENCES
 from .coverage import Coverage
 from .generator import KINDS
 from .worker import Job, close_sessions, config_dict, run_job, shrink_job
@@ -45,8 +44,6 @@ from .worker import Job, close_sessions, config_dict, run_job, shrink_job
 #: Bump when the generator makes a different program for some seed; a results
 #: file of another version cannot be resumed.
 GENERATOR_VERSION = 1
-#: The reference model every program is checked against.
-REFERENCE: type = GoldenModel
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
 log = logging.getLogger(__name__)
@@ -67,6 +64,7 @@ class Plan:
     kind: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     generator: int = GENERATOR_VERSION
+    reference: str = "golden"  # the model the device is checked against (REFERENCES)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -78,6 +76,9 @@ class Plan:
             raise RegressError(f"seed must be >= 0, not {self.seed}")
         if self.kind is not None and self.kind not in KINDS:
             raise RegressError(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.reference not in REFERENCES:
+            raise RegressError(f"reference must be one of {', '.join(REFERENCES)}, "
+                               f"not {self.reference!r}")
 
     @classmethod
     def of(cls, backend: str, configs: list[Config], programs: int, **kw: Any) -> Plan:
@@ -87,8 +88,10 @@ class Plan:
     def config_names(self) -> list[str]:
         return [c["name"] for c in self.configs]
 
-    def jobs(self, reference: type = GoldenModel) -> list[Job]:
-        """Every job, seed by seed (each seed on every configuration in turn)."""
+    def jobs(self, reference: type | None = None) -> list[Job]:
+        """Every job, seed by seed (each seed on every configuration in turn), checked
+        against ``reference`` (default: the plan's)."""
+        reference = reference or REFERENCES[self.reference]
         return [Job(self.backend, cfg, seed, self.kind, dict(self.options), reference)
                 for seed in range(self.seed, self.seed + self.programs)
                 for cfg in self.configs]
@@ -329,10 +332,10 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
     shrunk programs).  With ``resume`` the plan is read from its results file
     and the ``plan`` argument must be ``None``.  ``on_result(record, done,
     total)`` is called for every result (progress display).  ``reference`` is
-    the reference model class (default :data:`REFERENCE`); ``processes=False``
-    runs the local cluster's workers as threads of this process.
+    the reference model class (default: the plan's, from
+    :data:`~vta.regress.check.REFERENCES`); ``processes=False`` runs the local
+    cluster's workers as threads of this process.
     """
-    reference = reference or REFERENCE
     out = Path(out)
     path = out / RESULTS
     previous: list[dict[str, Any]] = []
@@ -343,6 +346,7 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
         raise RegressError(f"{path} exists: resume it (--resume {path}) or choose another "
                            "output folder")
     out.mkdir(parents=True, exist_ok=True)
+    reference = reference or REFERENCES[plan.reference]
     summary = Summary(plan, coverage=Coverage(plan.backend), out=out)
     done = set()
     for record in previous:
@@ -440,7 +444,7 @@ def _shrink_failures(client, plan: Plan, failed: list[dict[str, Any]], reference
             shrunk.append(entry)
             continue
         entry["status"] = result["status"]
-        why = [f"{plan.backend} against the golden model: "
+        why = [f"{plan.backend} against the {plan.reference} model: "
                f"{result.get('message') or record.get('message', '')}"]
         if result.get("original") is not None:
             entry["program"] = str(write_case(result["original"], out / name, notes=why,

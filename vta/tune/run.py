@@ -42,10 +42,10 @@ from . import log as tuning_log
 __all__ = ["Layer", "Summary", "Task", "TuneError", "close_devices", "layers_of", "measure",
            "resnet_layers", "tune"]
 
-#: Measured epilogue of every candidate run (the planner's key does not include it), and the
-#: add folded into a layer that folds one (ResNet's most common: (2y + r + 1) >> 1, ReLU).
+#: Measured epilogue of every candidate run (the planner's key has only its number of rows),
+#: and the add folded into a layer that folds one (ResNet's most common: (2y + r + 1) >> 1).
 SHIFT, CLIP = 8, (0, 127)
-RESIDUAL = ops.Residual(conv_lshift=1, offset=1, shift=1, clip=(0, 127))
+RESIDUAL = ops.Residual.of_shifts(conv_lshift=1, offset=1, shift=1, clip=(0, 127))
 
 
 class TuneError(VTAError):
@@ -56,7 +56,7 @@ class TuneError(VTAError):
 class Layer:
     """A distinct layer to tune: its planner key and the nodes that have it."""
 
-    shape: tuple  # (nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, bias, residual): plan_conv2d's key
+    shape: tuple  # (nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, rows, residual): plan_conv2d's key
     names: tuple[str, ...] = ()
 
     @property
@@ -130,8 +130,8 @@ def layers_of(model: Any, cfg: Config, input_shapes: Mapping[str, tuple] | None 
     with open_device("golden", cfg) as dev, Executor(g, dev) as ex:
         found = ex.vta_layers(input_shapes)
     by_key: dict[tuple, list[str]] = {}
-    for name, (data, kernel, stride, pad, residual) in found.items():
-        key = ops._layer(data, kernel, stride, pad, True, residual)
+    for name, (data, kernel, stride, pad, rows, residual) in found.items():
+        key = ops._layer(data, kernel, stride, pad, rows, residual)
         by_key.setdefault(key, []).append(name)
     return [Layer(key, tuple(names)) for key, names in by_key.items()]
 
@@ -198,9 +198,7 @@ def _reference(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, stride, p
     y = y.reshape(nb, b, ob, bo, oh, ow).transpose(0, 2, 4, 5, 1, 3)
     if other is None:
         return y
-    r = RESIDUAL
-    total = (y.astype(np.int64) << r.conv_lshift) + (other.astype(np.int64) << r.other_lshift)
-    return np.clip((total + r.offset) >> r.shift, *r.clip).astype(np.int8)
+    return np.clip(((y.astype(np.int64) << 1) + other + 1) >> 1, 0, 127).astype(np.int8)
 
 
 def measure(task: Task) -> dict[str, Any]:
@@ -284,7 +282,7 @@ class Summary:
             best, analytic = r.best, r.analytic
             bound = ops.conv2d_bound(self.cfg, r.layer.data_shape, r.layer.kernel_shape,
                                      stride=r.layer.stride, padding=r.layer.padding,
-                                     bias=r.layer.shape[11], shift=SHIFT, clip=CLIP,
+                                     bias=True, shift=SHIFT, clip=CLIP,
                                      residual=RESIDUAL if r.layer.shape[12] else None)
             rows.append({"layer": r.layer.label, "nodes": list(r.layer.names),
                          "shape": list(r.layer.shape), "candidates": r.expected,
