@@ -17,6 +17,7 @@ exact and need one run.  ``--tuning-log`` plans this tree's layers from a
 
     python scripts/bench/roofline.py [--network resnet18|digits] [--preset default]
         [--backend verilator] [--repeat 3] [--baseline DIR] [--tuning-log FILE]
+        [--batch N] [--cpu NODE,...]
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def child(network: str, preset: str, backend: str, repeat: int, tuning_log: str) -> None:
+def child(network: str, preset: str, backend: str, repeat: int, tuning_log: str, batch: int,
+          cpu: str) -> None:
     """Measure in this process (whatever ``vta`` is importable) and print one JSON line."""
     import _blas  # noqa: F401  (pins BLAS threads before NumPy loads)
     import numpy as np
@@ -53,10 +55,11 @@ def child(network: str, preset: str, backend: str, repeat: int, tuning_log: str)
             np.float32)}
     else:
         g = graph.load_onnx(digits_model())
-        feeds = {"input": digits_test_set()[0][:1]}
+        feeds = {"input": digits_test_set()[0][:batch]}
     ref = graph.run_reference(g, feeds)
     runs = []
-    with vta.open_device(backend, preset) as dev, Executor(g, dev) as ex:
+    cpu_nodes = [c for c in cpu.split(",") if c]
+    with vta.open_device(backend, preset) as dev, Executor(g, dev, cpu_nodes=cpu_nodes) as ex:
         t0 = time.perf_counter()
         ex.run(feeds)  # plan, weights, streams built
         first = time.perf_counter() - t0
@@ -71,7 +74,7 @@ def child(network: str, preset: str, backend: str, repeat: int, tuning_log: str)
         info = {"name": n.name, "op": n.op, "on": n.placement, "seconds": n.seconds,
                 "epilogue": n.epilogue}
         if n.stats is not None:
-            info.update(cycles=n.stats.cycles, gemm_uops=n.stats.gemm_uops,
+            info.update(cycles=n.stats.cycles or 0, gemm_uops=n.stats.gemm_uops,
                         device_seconds=n.stats.wall_time, runs=n.stats.runs,
                         insns=n.stats.insn_count)
         bound = getattr(n, "bound", None)
@@ -79,7 +82,7 @@ def child(network: str, preset: str, backend: str, repeat: int, tuning_log: str)
             info["bound"] = bound.as_dict()
         nodes.append(info)
     print(json.dumps({"vta": vta.__file__, "first": first, "runs": runs, "nodes": nodes,
-                      "cycles": rep.cycles, "gemm_uops": rep.stats.gemm_uops}))
+                      "cycles": rep.cycles or 0, "gemm_uops": rep.stats.gemm_uops}))
 
 
 def run_child(path: str, args, tuning_log: str) -> dict:
@@ -88,7 +91,7 @@ def run_child(path: str, args, tuning_log: str) -> dict:
                VTA_TUNING_LOG=tuning_log)  # no log: the analytic plans
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--network", args.network,
            "--preset", args.preset, "--backend", args.backend, "--repeat", "1",
-           "--tuning-log", tuning_log]
+           "--tuning-log", tuning_log, "--batch", str(args.batch), "--cpu", args.cpu]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
         sys.exit(f"child ({path or 'this tree'}) failed:\n{done.stderr[-3000:]}")
@@ -103,10 +106,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--baseline", default=None, metavar="DIR")
     parser.add_argument("--tuning-log", default=None)
+    parser.add_argument("--batch", type=int, default=1, help="digits: images in the batch")
+    parser.add_argument("--cpu", default="", metavar="NODES",
+                        help="comma-separated nodes kept on the CPU (e.g. conv1: as upstream)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.network, args.preset, args.backend, args.repeat, args.tuning_log)
+        child(args.network, args.preset, args.backend, args.repeat, args.tuning_log,
+              args.batch, args.cpu)
         return
     ours_path = str(HERE.parents[1])
     mine, base = [], []
@@ -116,10 +123,18 @@ def main() -> None:
         mine.append(run_child(ours_path, args, args.tuning_log or ""))
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end")
-    print(f"{args.network} on {args.backend} ({args.preset}); this tree: {mine[0]['vta']}"
+    print(f"{args.network} (batch {args.batch}) on {args.backend} ({args.preset})"
+          + (f", on the CPU: {args.cpu}" if args.cpu else "") + f"; this tree: {mine[0]['vta']}"
           + (f"; baseline: {base[0]['vta']}" if base else ""))
     new = mine[0]
     old = {n["name"]: n for n in base[0]["nodes"]} if base else {}
+    if new["cycles"]:
+        table(new, old, base, args)
+    summary(mine, base, args)
+
+
+def table(new: dict, old: dict, base: list, args) -> None:
+    """The per-node table and the totals (cycles against the bounds)."""
     print("\n| node | op | " + ("cycles before | " if base else "") + "cycles | bound | "
           "of bound | binds | GEMM util | host ms |")
     print("|---|---|" + ("---:|" if base else "") + "---:|---:|---:|---|---:|---:|")
@@ -147,6 +162,10 @@ def main() -> None:
           + f"; sum of the bounds {bound:,}; cycles / bound {new['cycles'] / bound:.3f}; "
           f"GEMM utilisation {new['gemm_uops'] / new['cycles']:.1%}"
           + (f" (before {base[0]['gemm_uops'] / base[0]['cycles']:.1%})" if base else ""))
+
+
+def summary(mine: list, base: list, args) -> None:
+    """Wall time per inference, device runs and the host's share, for both revisions."""
     for name, results in (("this tree", mine), ("baseline", base)):
         if not results:
             continue
@@ -155,8 +174,13 @@ def main() -> None:
         device = [sum(n["device_seconds"] for n in r["nodes"] if "cycles" in n) for r in results]
         host = [r["runs"][0] - d for r, d in zip(results, device, strict=True)]
         runs = sum(n["runs"] for n in results[0]["nodes"] if "cycles" in n)
-        print(f"{name}: inference wall s {walls[0]:.3f} best, {walls[len(walls) // 2]:.3f} "
-              f"median of {len(walls)}; device runs (START to counters read) "
+        per_image = (f" ({args.batch / walls[0]:,.1f} images/s"
+                     + (f", {results[0]['cycles'] / args.batch:,.0f} cycles/image"
+                        if results[0]["cycles"] else "") + ")"
+                     if args.network == "digits" else "")
+        print(f"{name}: inference wall s {walls[0]:.3f} best{per_image}, "
+              f"{walls[len(walls) // 2]:.3f} median of {len(walls)}; device runs (START to "
+              "counters read) "
               f"{min(device):.3f} s for {runs} runs; the rest of the host "
               f"{min(host):.3f} s ({min(host) / max(1, len(nodes) // len(results)) * 1e3:.1f} "
               f"ms per VTA node); first inference (plan, weights, streams) "
