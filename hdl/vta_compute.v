@@ -25,8 +25,13 @@
  * micro-ops uop_bgn..uop_end-1 are scanned once for their largest fields
  * (cached for the last range until the next UOP load), and the largest
  * index of the nest is field maximum + (iter_out-1)*factor_out +
- * (iter_in-1)*factor_in (the products registered in DECODE, the sums and
- * compares in CHECK).
+ * (iter_in-1)*factor_in (the products registered in POP, the sums and
+ * compares registered every cycle, read in CHECK).
+ *
+ * The FSM is in two processes (next state, the loop nest and the range scan
+ * each in an `always @*` of its own; one clocked block copies them); the
+ * cycle's outputs (token pops and pushes, faults, events, counters) are
+ * continuous.  Widths come from vta_isa.vh and the parameters.
  *
  * OUT: a non-reset GEMM and every ALU micro-op write the low OUT_WIDTH bits
  * of each new ACC lane to OUT at the same index (decision 2).
@@ -132,15 +137,35 @@ localparam integer OL = 1 << LOG_INP_WIDTH;           // OUT lane bits
 localparam ACC_W = LANES * AL;
 localparam OUT_W = LANES * OL;
 localparam UOP_W = `VTA_UOP_W;
+// index widths: UOP, ACC (a destination), a source (INP for GEMM, ACC for ALU), WGT
+localparam U = LOG_UOP_DEPTH;
 localparam A = LOG_ACC_DEPTH;
+localparam S = `VTA_UOP_SRC_IDX_W;
+localparam W = LOG_WGT_DEPTH;
+// loop counts
+localparam OW = `VTA_GEMM_ITER_OUT_W;
+localparam IW = `VTA_GEMM_ITER_IN_W;
+// a nest's largest index: a micro-op field plus both loop spans
+localparam XW = (S > W) ? S : W;
+localparam TW = ((OW > IW) ? OW : IW) + XW + 2;
+// an element count (x_size * y_size), a counter increment (vta_status lanes)
+localparam NW = `VTA_MEM_X_SIZE_W + `VTA_MEM_Y_SIZE_W;
+localparam CW = 32;
 
 initial begin
     if (LOG_ACC_WIDTH != 5 || LOG_INP_WIDTH != 3 || LOG_WGT_WIDTH != 3) begin
         $display("%m: only int8 inputs/weights and int32 accumulators are implemented");
         $finish;
     end
-    if (`VTA_UOP_DST_IDX_W != LOG_ACC_DEPTH || `VTA_GEMM_UOP_BGN_W != LOG_UOP_DEPTH) begin
+    if (`VTA_UOP_DST_IDX_W != A || `VTA_UOP_WGT_IDX_W != W || `VTA_GEMM_UOP_BGN_W != U
+        || `VTA_GEMM_UOP_END_W != U + 1 || S < LOG_INP_DEPTH || S < A
+        || `VTA_ALU_UOP_BGN_LO != `VTA_GEMM_UOP_BGN_LO
+        || `VTA_ALU_DST_FACTOR_IN_LO != `VTA_GEMM_DST_FACTOR_IN_LO) begin
         $display("%m: vta_isa.vh was generated for another configuration");
+        $finish;
+    end
+    if (NW > CW) begin
+        $display("%m: an element count (%0d bits) exceeds a counter increment", NW);
         $finish;
     end
 end
@@ -154,52 +179,49 @@ localparam STATE_CHECK  = 4'd5;
 localparam STATE_EXEC   = 4'd6;
 localparam STATE_RETIRE = 4'd7;
 
-reg [3:0]   state_reg;
-reg [`VTA_INSN_W-1:0] insn_reg;
-reg [31:0]  index_reg;
+reg [3:0]   state_reg, state_next;
+reg [`VTA_INSN_W-1:0] insn_reg, insn_next;
+reg [`VTA_CMD_INDEX_W-1:0] index_reg, index_next;
 
 // ------------------------------------------------------------ fields
-wire [`VTA_MEM_OPCODE_W-1:0]  opcode    = insn_reg[`VTA_MEM_OPCODE_LO +: `VTA_MEM_OPCODE_W];
+wire [`VTA_MEM_OPCODE_W-1:0] opcode = insn_reg[`VTA_MEM_OPCODE_LO +: `VTA_MEM_OPCODE_W];
 // the LOAD/STORE fields of insn_reg, one wire each (generated from vta/isa.py)
 `include "vta_mem_fields.vh"
 
-// a field of the instruction (or of a micro-op), zero-extended to 32 bits
-function [31:0] field32;
-    input [`VTA_INSN_W-1:0] v;
-    input [7:0]   lo;
-    input [5:0]   w;
-    reg [`VTA_INSN_W+31:0] ext;
-    begin
-        ext = {32'd0, v};
-        field32 = ext[lo +: 32] & ~(32'hFFFFFFFF << w);
+// GEMM and ALU share the fields up to dst_factor_in (vta.isa: compute_head)
+wire          is_alu    = opcode == `VTA_OPCODE_ALU;
+wire          reset_reg = insn_reg[`VTA_GEMM_RESET_REG_LO] && !is_alu;
+wire [U-1:0]  uop_bgn   = insn_reg[`VTA_GEMM_UOP_BGN_LO +: `VTA_GEMM_UOP_BGN_W];
+wire [U:0]    uop_end   = insn_reg[`VTA_GEMM_UOP_END_LO +: `VTA_GEMM_UOP_END_W];
+wire [OW-1:0] iter_out  = insn_reg[`VTA_GEMM_ITER_OUT_LO +: `VTA_GEMM_ITER_OUT_W];
+wire [IW-1:0] iter_in   = insn_reg[`VTA_GEMM_ITER_IN_LO +: `VTA_GEMM_ITER_IN_W];
+wire [A-1:0]  dst_f_out = insn_reg[`VTA_GEMM_DST_FACTOR_OUT_LO +: `VTA_GEMM_DST_FACTOR_OUT_W];
+wire [A-1:0]  dst_f_in  = insn_reg[`VTA_GEMM_DST_FACTOR_IN_LO +: `VTA_GEMM_DST_FACTOR_IN_W];
+wire [`VTA_ALU_ALU_OPCODE_W-1:0] alu_op = insn_reg[`VTA_ALU_ALU_OPCODE_LO +: `VTA_ALU_ALU_OPCODE_W];
+wire          use_imm   = insn_reg[`VTA_ALU_USE_IMM_LO];
+wire [`VTA_ALU_IMM_W-1:0] imm = insn_reg[`VTA_ALU_IMM_LO +: `VTA_ALU_IMM_W];
+// the source and WGT factors: GEMM's (INP, WGT) or ALU's (ACC; no WGT), zero-extended
+reg  [S-1:0]  src_f_out, src_f_in;
+reg  [W-1:0]  wgt_f_out, wgt_f_in;
+always @* begin
+    src_f_out = {S{1'b0}};
+    src_f_in = {S{1'b0}};
+    wgt_f_out = {W{1'b0}};
+    wgt_f_in = {W{1'b0}};
+    if (is_alu) begin
+        src_f_out[`VTA_ALU_SRC_FACTOR_OUT_W-1:0] =
+            insn_reg[`VTA_ALU_SRC_FACTOR_OUT_LO +: `VTA_ALU_SRC_FACTOR_OUT_W];
+        src_f_in[`VTA_ALU_SRC_FACTOR_IN_W-1:0] =
+            insn_reg[`VTA_ALU_SRC_FACTOR_IN_LO +: `VTA_ALU_SRC_FACTOR_IN_W];
+    end else begin
+        src_f_out[`VTA_GEMM_SRC_FACTOR_OUT_W-1:0] =
+            insn_reg[`VTA_GEMM_SRC_FACTOR_OUT_LO +: `VTA_GEMM_SRC_FACTOR_OUT_W];
+        src_f_in[`VTA_GEMM_SRC_FACTOR_IN_W-1:0] =
+            insn_reg[`VTA_GEMM_SRC_FACTOR_IN_LO +: `VTA_GEMM_SRC_FACTOR_IN_W];
+        wgt_f_out = insn_reg[`VTA_GEMM_WGT_FACTOR_OUT_LO +: `VTA_GEMM_WGT_FACTOR_OUT_W];
+        wgt_f_in = insn_reg[`VTA_GEMM_WGT_FACTOR_IN_LO +: `VTA_GEMM_WGT_FACTOR_IN_W];
     end
-endfunction
-
-wire        is_alu    = opcode == `VTA_OPCODE_ALU;
-wire        reset_reg = insn_reg[`VTA_GEMM_RESET_REG_LO] && !is_alu;
-wire [31:0] f_bgn     = field32(insn_reg, `VTA_GEMM_UOP_BGN_LO, `VTA_GEMM_UOP_BGN_W);
-wire [31:0] f_end     = field32(insn_reg, `VTA_GEMM_UOP_END_LO, `VTA_GEMM_UOP_END_W);
-wire [31:0] f_dst_o   = field32(insn_reg, `VTA_GEMM_DST_FACTOR_OUT_LO, `VTA_GEMM_DST_FACTOR_OUT_W);
-wire [31:0] f_dst_i   = field32(insn_reg, `VTA_GEMM_DST_FACTOR_IN_LO, `VTA_GEMM_DST_FACTOR_IN_W);
-wire [31:0] f_gsrc_o  = field32(insn_reg, `VTA_GEMM_SRC_FACTOR_OUT_LO, `VTA_GEMM_SRC_FACTOR_OUT_W);
-wire [31:0] f_gsrc_i  = field32(insn_reg, `VTA_GEMM_SRC_FACTOR_IN_LO, `VTA_GEMM_SRC_FACTOR_IN_W);
-wire [31:0] f_asrc_o  = field32(insn_reg, `VTA_ALU_SRC_FACTOR_OUT_LO, `VTA_ALU_SRC_FACTOR_OUT_W);
-wire [31:0] f_asrc_i  = field32(insn_reg, `VTA_ALU_SRC_FACTOR_IN_LO, `VTA_ALU_SRC_FACTOR_IN_W);
-wire [31:0] f_wgt_o   = field32(insn_reg, `VTA_GEMM_WGT_FACTOR_OUT_LO, `VTA_GEMM_WGT_FACTOR_OUT_W);
-wire [31:0] f_wgt_i   = field32(insn_reg, `VTA_GEMM_WGT_FACTOR_IN_LO, `VTA_GEMM_WGT_FACTOR_IN_W);
-wire [16:0] uop_bgn   = f_bgn[16:0];
-wire [16:0] uop_end   = f_end[16:0];
-wire [`VTA_GEMM_ITER_OUT_W-1:0] iter_out  = insn_reg[`VTA_GEMM_ITER_OUT_LO +: `VTA_GEMM_ITER_OUT_W];
-wire [`VTA_GEMM_ITER_IN_W-1:0] iter_in   = insn_reg[`VTA_GEMM_ITER_IN_LO +: `VTA_GEMM_ITER_IN_W];
-wire [15:0] dst_f_out = f_dst_o[15:0];
-wire [15:0] dst_f_in  = f_dst_i[15:0];
-wire [15:0] src_f_out = is_alu ? f_asrc_o[15:0] : f_gsrc_o[15:0];
-wire [15:0] src_f_in  = is_alu ? f_asrc_i[15:0] : f_gsrc_i[15:0];
-wire [15:0] wgt_f_out = is_alu ? 16'd0 : f_wgt_o[15:0];
-wire [15:0] wgt_f_in  = is_alu ? 16'd0 : f_wgt_i[15:0];
-wire [`VTA_ALU_ALU_OPCODE_W-1:0]  alu_op    = insn_reg[`VTA_ALU_ALU_OPCODE_LO +: `VTA_ALU_ALU_OPCODE_W];
-wire        use_imm   = insn_reg[`VTA_ALU_USE_IMM_LO];
-wire [`VTA_ALU_IMM_W-1:0] imm       = insn_reg[`VTA_ALU_IMM_LO +: `VTA_ALU_IMM_W];
+end
 
 wire        mt_uop  = mem_type == `VTA_MEM_UOP;
 wire        mt_acc  = mem_type == `VTA_MEM_ACC;
@@ -249,22 +271,31 @@ wire [7:0]  ld_err_code;
 wire        ld_req_valid;
 wire        ld_req_ready;
 wire [ADDR_WIDTH-1:0] ld_req_addr;
-wire [31:0] ld_req_n;
+wire [`VTA_MEM_X_SIZE_W+`VTA_MEM_Y_SIZE_W-1:0] ld_req_n;
+// x_size * y_size of a LOAD (the sequencer's registered product; byte counters)
+wire [`VTA_MEM_X_SIZE_W+`VTA_MEM_Y_SIZE_W-1:0] ld_elems;
 wire        ld_data_valid;
 wire        ld_data_ready;
 wire        ld_wr_en;
-wire [15:0] ld_wr_idx;
+wire [`VTA_MEM_SRAM_BASE_W-1:0] ld_wr_idx;
 wire        ld_wr_pad;
 wire        ld_busy;
 
+wire [2:0] port_sel = {mt_acc8, mt_acc, mt_uop};
+
 vta_loader #(
     .ADDR_WIDTH(ADDR_WIDTH),
-    .MEM_SIZE(MEM_SIZE)
+    .MEM_SIZE(MEM_SIZE),
+    // memory types (port_sel): 0 UOP, 1 ACC, 2 ACC_8BIT
+    .N(3),
+    .LOG_ELEM_BYTES({LOG_ACC8_BYTES[7:0], LOG_ACC_BYTES[7:0], LOG_UOP_BYTES[7:0]}),
+    .LOG_DEPTH({LOG_ACC_DEPTH[7:0], LOG_ACC_DEPTH[7:0], LOG_UOP_DEPTH[7:0]})
 ) loader (
     .clk(clk),
     .rst(rst),
     .halt(halt),
     .start(ld_start),
+    .sel(port_sel),
     .sram_base(sram_base),
     .dram_base(dram_base),
     .y_size(y_size),
@@ -274,10 +305,9 @@ vta_loader #(
     .y_pad_1(y_pad_1),
     .x_pad_0(x_pad_0),
     .x_pad_1(x_pad_1),
-    .log_elem_bytes(mt_uop ? LOG_UOP_BYTES[3:0] : mt_acc ? LOG_ACC_BYTES[3:0] : LOG_ACC8_BYTES[3:0]),
-    .log_depth(mt_uop ? LOG_UOP_DEPTH[4:0] : LOG_ACC_DEPTH[4:0]),
     .busy(ld_busy),
     .done(ld_done),
+    .elems(ld_elems),
     .err(ld_err),
     .err_code(ld_err_code),
     .req_valid(ld_req_valid),
@@ -291,7 +321,6 @@ vta_loader #(
     .wr_pad(ld_wr_pad)
 );
 
-wire [2:0] port_sel = {mt_acc8, mt_acc, mt_uop};
 wire [2:0] port_req_ready;
 wire [2:0] port_elem_valid;
 wire [UOP_W-1:0] uop_elem;
@@ -351,60 +380,70 @@ reg [ACC_W-1:0] acc8_wide;
 integer e;
 always @* begin
     for (e = 0; e < LANES; e = e + 1) begin
-        acc8_wide[e*AL +: AL] = {{(AL-8){acc8_elem[e*8+7]}}, acc8_elem[e*8 +: 8]};
+        acc8_wide[e*AL +: AL] = {{(AL-OL){acc8_elem[e*OL+OL-1]}}, acc8_elem[e*OL +: OL]};
     end
 end
 
 // ------------------------------------------------------------ range scan
-reg [16:0] scan_u_reg;
-reg        scan_v1_reg, scan_v2_reg;         // micro-op reads in flight (latency 2)
-reg [15:0] max_dst_reg;
-reg [15:0] max_src_reg;
-reg [15:0] max_wgt_reg;
-reg        c_valid_reg;        // cache of the last scanned range
-reg [16:0] c_bgn_reg;
-reg [16:0] c_end_reg;
+// the micro-op's indices (the range scan's and the pipeline's)
+wire [A-1:0] u_dst = uop_rdata[`VTA_UOP_DST_IDX_LO +: `VTA_UOP_DST_IDX_W];
+wire [S-1:0] u_src = uop_rdata[`VTA_UOP_SRC_IDX_LO +: `VTA_UOP_SRC_IDX_W];
+wire [W-1:0] u_wgt = uop_rdata[`VTA_UOP_WGT_IDX_LO +: `VTA_UOP_WGT_IDX_W];
 
-// the micro-op's indices, zero-extended (the range scan's and the pipeline's)
-wire [15:0] u_dst = {{(16-`VTA_UOP_DST_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_DST_IDX_LO +: `VTA_UOP_DST_IDX_W]};
-wire [15:0] u_src = {{(16-`VTA_UOP_SRC_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_SRC_IDX_LO +: `VTA_UOP_SRC_IDX_W]};
-wire [15:0] u_wgt = {{(16-`VTA_UOP_WGT_IDX_W){1'b0}}, uop_rdata[`VTA_UOP_WGT_IDX_LO +: `VTA_UOP_WGT_IDX_W]};
+reg [U:0]   scan_u_reg, scan_u_next;     // the next micro-op to read
+reg         scan_v1_reg, scan_v2_reg;    // micro-op reads in flight (latency 2)
+reg [A-1:0] max_dst_reg;                 // the largest fields so far
+reg [S-1:0] max_src_reg;
+reg [W-1:0] max_wgt_reg;
+reg         c_valid_reg, c_valid_next;   // cache of the last scanned range
+reg [U-1:0] c_bgn_reg, c_bgn_next;
+reg [U:0]   c_end_reg, c_end_next;
 
 // spans of the loop offsets, registered in POP (multipliers); the range check is
 // computed every cycle into range_bad_reg, which CHECK reads: entered from DECODE
 // (micro-op maxima cached) or from SCAN's last cycle, both after the spans and
 // maxima are final
-wire [13:0] io_m1 = iter_out - 14'd1;
-wire [13:0] ii_m1 = iter_in - 14'd1;
-wire [29:0] io30 = {16'd0, io_m1};
-wire [29:0] ii30 = {16'd0, ii_m1};
-reg  [29:0] span_dst_o_reg, span_dst_i_reg, span_src_o_reg, span_src_i_reg;
-reg  [29:0] span_wgt_o_reg, span_wgt_i_reg;
-wire [32:0] top_dst = {17'd0, max_dst_reg} + {3'd0, span_dst_o_reg} + {3'd0, span_dst_i_reg};
-wire [32:0] top_src = {17'd0, max_src_reg} + {3'd0, span_src_o_reg} + {3'd0, span_src_i_reg};
-wire [32:0] top_wgt = {17'd0, max_wgt_reg} + {3'd0, span_wgt_o_reg} + {3'd0, span_wgt_i_reg};
+wire [OW-1:0] io_m1 = iter_out - 1'b1;
+wire [IW-1:0] ii_m1 = iter_in - 1'b1;
+reg  [OW+A-1:0] span_dst_o_reg;
+reg  [IW+A-1:0] span_dst_i_reg;
+reg  [OW+S-1:0] span_src_o_reg;
+reg  [IW+S-1:0] span_src_i_reg;
+reg  [OW+W-1:0] span_wgt_o_reg;
+reg  [IW+W-1:0] span_wgt_i_reg;
+wire [TW-1:0] top_dst = {{(TW-A){1'b0}}, max_dst_reg} + {{(TW-OW-A){1'b0}}, span_dst_o_reg}
+                        + {{(TW-IW-A){1'b0}}, span_dst_i_reg};
+wire [TW-1:0] top_src = {{(TW-S){1'b0}}, max_src_reg} + {{(TW-OW-S){1'b0}}, span_src_o_reg}
+                        + {{(TW-IW-S){1'b0}}, span_src_i_reg};
+wire [TW-1:0] top_wgt = {{(TW-W){1'b0}}, max_wgt_reg} + {{(TW-OW-W){1'b0}}, span_wgt_o_reg}
+                        + {{(TW-IW-W){1'b0}}, span_wgt_i_reg};
+localparam [TW-1:0] ACC_DEPTH = {{(TW-1){1'b0}}, 1'b1} << A;
+localparam [TW-1:0] INP_DEPTH = {{(TW-1){1'b0}}, 1'b1} << LOG_INP_DEPTH;
+localparam [TW-1:0] WGT_DEPTH = {{(TW-1){1'b0}}, 1'b1} << W;
 wire check_src = is_alu ? !use_imm : !reset_reg;
 wire check_wgt = !is_alu && !reset_reg;
-wire [32:0] src_depth = is_alu ? (33'd1 << LOG_ACC_DEPTH) : (33'd1 << LOG_INP_DEPTH);
-wire range_bad = top_dst >= (33'd1 << LOG_ACC_DEPTH)
+wire [TW-1:0] src_depth = is_alu ? ACC_DEPTH : INP_DEPTH;
+wire range_bad = top_dst >= ACC_DEPTH
                  || (check_src && top_src >= src_depth)
-                 || (check_wgt && top_wgt >= (33'd1 << LOG_WGT_DEPTH));
+                 || (check_wgt && top_wgt >= WGT_DEPTH);
 reg  range_bad_reg;
 // uop_end beyond the micro-op buffer, registered in POP for DECODE (a fault's compare
 // then does not feed the fault report in the same cycle)
+localparam [U:0] UOP_DEPTH = {1'b1, {U{1'b0}}};
 reg  bad_uop_end_reg;
 
 // ------------------------------------------------------------ loop nest
-// offsets are kept modulo 2**16: every index of a nest that passed CHECK is below 2**16
-reg [16:0] u_reg;
-reg [13:0] o_reg;
-reg [13:0] i_reg;
-reg [15:0] o_dst_reg, i_dst_reg;
-reg [15:0] o_src_reg, i_src_reg;
-reg [15:0] o_wgt_reg, i_wgt_reg;
-reg [31:0] nuops_reg;            // micro-ops of this instruction
-reg [31:0] elems_reg;                        // x_size * y_size of a LOAD
-wire       issue;
+// offsets are kept modulo the buffer depths: every index of a nest that passed CHECK
+// is below its depth
+reg [U-1:0]  u_reg, u_next;
+reg [OW-1:0] o_reg, o_next;
+reg [IW-1:0] i_reg, i_next;
+// {dst, src, wgt} offsets of the outer and of the inner loop, packed as the pipeline packs
+// them (fewer variables for a simulator to copy every cycle of a nest)
+localparam IX = A + S + W;
+reg [IX-1:0] o_off_reg, o_off_next, i_off_reg, i_off_next;
+reg [CW-1:0] nuops_reg, nuops_next;      // micro-ops of this instruction
+wire         issue;
 assign evt_uop = issue;
 
 // ------------------------------------------------------------ micro-op pipeline
@@ -421,9 +460,9 @@ vta_compute_pipe #(
     .clk(clk),
     .rst(rst),
     .issue(issue),
-    .o_dst(o_dst_reg), .i_dst(i_dst_reg),
-    .o_src(o_src_reg), .i_src(i_src_reg),
-    .o_wgt(o_wgt_reg), .i_wgt(i_wgt_reg),
+    .o_dst(o_off_reg[S+W +: A]), .i_dst(i_off_reg[S+W +: A]),
+    .o_src(o_off_reg[W +: S]), .i_src(i_off_reg[W +: S]),
+    .o_wgt(o_off_reg[0 +: W]), .i_wgt(i_off_reg[0 +: W]),
     .is_alu(is_alu), .reset(reset_reg), .alu_op(alu_op), .use_imm(use_imm), .imm(imm),
     .uop_idx({u_dst, u_src, u_wgt}),
     .inp_re(inp_re), .inp_raddr(inp_raddr), .inp_rdata(inp_rdata),
@@ -444,21 +483,19 @@ assign acc_waddr = (state_reg == STATE_LOAD) ? ld_wr_idx[A-1:0] : p_acc_waddr;
 assign ld_acc_wdata = (state_reg != STATE_LOAD || ld_wr_pad) ? {ACC_W{1'b0}}
                     : (mt_acc ? acc_elem : acc8_wide);
 assign uop_we = state_reg == STATE_LOAD && ld_wr_en && mt_uop;
-assign uop_waddr = ld_wr_idx[LOG_UOP_DEPTH-1:0];
+assign uop_waddr = ld_wr_idx[U-1:0];
 assign uop_wdata = ld_wr_pad ? {UOP_W{1'b0}} : uop_elem;
 
-// bits of the 32-bit field values above the buffer depths are zero or unused
-// by construction (range-checked); gathered here for lint
-wire _unused_ok = &{1'b0, f_bgn[31:17], f_end[31:17], f_dst_o[31:16], f_dst_i[31:16],
-                    f_gsrc_o[31:16], f_gsrc_i[31:16], f_asrc_o[31:16], f_asrc_i[31:16],
-                    f_wgt_o[31:16], f_wgt_i[31:16], uop_rdata, ld_wr_idx, ld_done, 1'b0};
+// bits of the micro-op word beside its fields, and of a LOAD's index beyond the
+// buffer depth (range-checked), are unused; gathered here for lint
+wire _unused_ok = &{1'b0, uop_rdata, ld_wr_idx, ld_done, 1'b0};
 
 // ------------------------------------------------------------ instruction FSM
-// The state and loop registers are updated in one clocked block; the outputs of the
-// cycle (token pops and pushes, faults, events, counter increments, micro-op reads) are
-// continuous functions of the state and the inputs.  (A simulator such as Icarus runs a
-// combinational `always @*` next-state block on every input change and pays for every
-// variable it reads there; this form costs it a few reads per cycle.)
+// The cycle's outputs (token pops and pushes, faults, events, counter increments,
+// micro-op reads) are continuous functions of the state and the inputs; the next
+// state, the loop nest and the range scan each have a next-state block of their own,
+// so a simulator evaluates each only when what it reads changes (Icarus runs an
+// `always @*` block again on every change of anything it reads).
 wire tokens_ok = (!pop_prev || l2g_nonempty) && (!pop_next || s2g_nonempty);
 wire is_gemm_alu = opcode == `VTA_OPCODE_GEMM || opcode == `VTA_OPCODE_ALU;
 // results other engines (or the host) may look at must be written before retiring
@@ -476,9 +513,12 @@ assign idle = state_reg == STATE_IDLE && pipe_empty;
 assign stall = state_reg == STATE_POP && !tokens_ok;
 assign busy = !idle && !stall;
 
-wire last_u = u_reg == uop_end - 17'd1;
-wire last_i = i_reg == iter_in - 14'd1;
-wire last_o = o_reg == iter_out - 14'd1;
+wire last_u = {1'b0, u_reg} == uop_end - 1'b1;
+wire last_i = i_reg == iter_in - 1'b1;
+wire last_o = o_reg == iter_out - 1'b1;
+// EXEC: a micro-op goes out (or would: halt stops the issue, not the count); the last one
+wire loop_step = state_reg == STATE_EXEC && !mul_gap_reg;
+wire nest_done = loop_step && last_u && last_i && last_o;
 
 // DECODE: fault checks on the fields
 wire decode = state_reg == STATE_DECODE;
@@ -488,9 +528,12 @@ wire bad_alu_op = is_alu && alu_op > `VTA_ALU_MUL;
 // in the cycle after a MUL micro-op
 wire is_mul = is_alu && alu_op == `VTA_ALU_MUL;
 reg  mul_gap_reg;
-wire bad_uop_end = uop_end > (17'd1 << LOG_UOP_DEPTH);
-wire empty_nest = uop_end <= uop_bgn || iter_out == 14'd0 || iter_in == 14'd0;
+wire bad_uop_end = uop_end > UOP_DEPTH;
+wire empty_nest = uop_end <= {1'b0, uop_bgn} || iter_out == 0 || iter_in == 0;
 wire cached = c_valid_reg && c_bgn_reg == uop_bgn && c_end_reg == uop_end;
+// DECODE of a GEMM / ALU whose micro-ops must be scanned (the cached maxima kept otherwise)
+wire to_scan = decode && is_gemm_alu && !bad_alu_op && !bad_uop_end_reg && !empty_nest
+               && !cached;
 wire err_mem_type = decode && opcode == `VTA_OPCODE_LOAD && bad_mem_type;
 wire err_alu_op = decode && is_gemm_alu && bad_alu_op;
 wire err_range = (decode && is_gemm_alu && !bad_alu_op && bad_uop_end_reg)
@@ -500,15 +543,15 @@ wire err_tokens = state_reg == STATE_RETIRE && !retire_wait && token_overflow;
 // SCAN: a micro-op read this cycle
 wire scan_read = state_reg == STATE_SCAN && scan_u_reg != uop_end;
 wire scan_done = scan_u_reg == uop_end && !scan_v1_reg && !scan_v2_reg;
-wire counted_load = retire_ok && opcode == `VTA_OPCODE_LOAD && x_size != 16'd0;
+wire counted_load = retire_ok && opcode == `VTA_OPCODE_LOAD && x_size != 0;
 
 // (the ACC / UOP write ports are the pipeline's until it is empty)
-assign ld_start = decode && opcode == `VTA_OPCODE_LOAD && !bad_mem_type && x_size != 16'd0
+assign ld_start = decode && opcode == `VTA_OPCODE_LOAD && !bad_mem_type && x_size != 0
                   && pipe_empty;
 // the run stopped (halt): no further micro-op issues (those issued complete)
 assign issue = state_reg == STATE_EXEC && !halt && !mul_gap_reg;
 assign uop_re = state_reg == STATE_EXEC || scan_read;
-assign uop_raddr = scan_read ? scan_u_reg[LOG_UOP_DEPTH-1:0] : u_reg[LOG_UOP_DEPTH-1:0];
+assign uop_raddr = scan_read ? scan_u_reg[U-1:0] : u_reg;
 assign evt_start = state_reg == STATE_POP && tokens_ok;
 assign l2g_pop = evt_start && pop_prev;
 assign s2g_pop = evt_start && pop_next;
@@ -523,177 +566,229 @@ assign err_code = err_mem_type ? `VTA_ERR_BAD_MEMORY_TYPE
                 : err_load ? ld_err_code
                 : err_tokens ? `VTA_ERR_TOKEN_OVERFLOW
                 : `VTA_ERR_NONE;
-assign uop_bytes = (counted_load && mt_uop) ? elems_reg << LOG_UOP_BYTES : 32'd0;
-assign acc_bytes = (counted_load && mt_acc) ? elems_reg << LOG_ACC_BYTES : 32'd0;
-assign acc8_bytes = (counted_load && mt_acc8) ? elems_reg << LOG_ACC8_BYTES : 32'd0;
-assign gemm_uops = (retire_ok && opcode == `VTA_OPCODE_GEMM && !reset_reg) ? nuops_reg : 32'd0;
-assign alu_uops = (retire_ok && opcode == `VTA_OPCODE_ALU) ? nuops_reg : 32'd0;
+// counter increments at retire
+wire [CW+NW-1:0] ld_elems_wide = {{CW{1'b0}}, ld_elems};
+wire [CW-1:0] ld_elems_cw = ld_elems_wide[CW-1:0];
+assign uop_bytes = (counted_load && mt_uop) ? ld_elems_cw << LOG_UOP_BYTES : {CW{1'b0}};
+assign acc_bytes = (counted_load && mt_acc) ? ld_elems_cw << LOG_ACC_BYTES : {CW{1'b0}};
+assign acc8_bytes = (counted_load && mt_acc8) ? ld_elems_cw << LOG_ACC8_BYTES : {CW{1'b0}};
+assign gemm_uops = (retire_ok && opcode == `VTA_OPCODE_GEMM && !reset_reg) ? nuops_reg
+                 : {CW{1'b0}};
+assign alu_uops = (retire_ok && opcode == `VTA_OPCODE_ALU) ? nuops_reg : {CW{1'b0}};
+wire _unused_elems = &{1'b0, ld_elems_wide[CW+NW-1:CW], 1'b0};
 
-always @(posedge clk) begin
-    if (uop_we) begin
-        c_valid_reg <= 1'b0;
-    end
+always @* begin
+    state_next = state_reg;
+    insn_next = insn_reg;
+    index_next = index_reg;
 
     case (state_reg)
         STATE_IDLE: begin
             // waits for an instruction
             if (take_cmd) begin
-                insn_reg <= cmd_data[`VTA_INSN_W-1:0];
-                index_reg <= cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
-                state_reg <= STATE_POP;
+                insn_next = cmd_data[`VTA_INSN_W-1:0];
+                index_next = cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
+                state_next = STATE_POP;
             end
         end
         STATE_POP: begin
             // waits for the l2g / s2g tokens
             if (tokens_ok) begin
-                state_reg <= STATE_DECODE;
+                state_next = STATE_DECODE;
             end
         end
         STATE_DECODE: begin
-            // fault checks on the fields, then dispatch by opcode
-            scan_u_reg <= uop_bgn;
-            u_reg <= uop_bgn;
-            o_reg <= 14'd0;
-            i_reg <= 14'd0;
-            o_dst_reg <= 16'd0;
-            o_src_reg <= 16'd0;
-            o_wgt_reg <= 16'd0;
-            i_dst_reg <= 16'd0;
-            i_src_reg <= 16'd0;
-            i_wgt_reg <= 16'd0;
-            nuops_reg <= 32'd0;
+            // fault checks on the fields, then dispatch by opcode (a LOAD waits for the
+            // pipeline to empty: it writes ACC / UOP)
             if (opcode == `VTA_OPCODE_LOAD) begin
                 if (bad_mem_type) begin
-                    state_reg <= STATE_IDLE;
-                end else if (x_size == 16'd0) begin
-                    state_reg <= STATE_RETIRE;
+                    state_next = STATE_IDLE;
+                end else if (x_size == 0) begin
+                    state_next = STATE_RETIRE;
                 end else if (pipe_empty) begin
-                    state_reg <= STATE_LOAD;
+                    state_next = STATE_LOAD;
                 end
             end else if (is_gemm_alu) begin
                 if (bad_alu_op || bad_uop_end_reg) begin
-                    state_reg <= STATE_IDLE;
+                    state_next = STATE_IDLE;
                 end else if (empty_nest) begin
-                    state_reg <= STATE_RETIRE;
+                    state_next = STATE_RETIRE;
                 end else if (cached) begin
-                    state_reg <= STATE_CHECK;
+                    state_next = STATE_CHECK;
                 end else begin
-                    max_dst_reg <= 16'd0;
-                    max_src_reg <= 16'd0;
-                    max_wgt_reg <= 16'd0;
-                    state_reg <= STATE_SCAN;
+                    state_next = STATE_SCAN;
                 end
             end else begin
                 // FINISH: tokens only
-                state_reg <= STATE_RETIRE;
+                state_next = STATE_RETIRE;
             end
         end
         STATE_LOAD: begin
-            // waits for the UOP / ACC load
+            // waits for the UOP / ACC load (the sequencer back in idle: done, a cycle
+            // after its last write, so the read data's handshake does not reach here)
             if (ld_err) begin
-                state_reg <= STATE_IDLE;
+                state_next = STATE_IDLE;
             end else if (!ld_busy) begin
-                // (the sequencer is back in idle: done; a cycle after its last
-                // write, so the read data's handshake does not reach this state)
-                state_reg <= STATE_RETIRE;
+                state_next = STATE_RETIRE;
             end
         end
         STATE_SCAN: begin
-            // reads the micro-ops once for their largest fields
-            if (scan_read) begin
-                scan_u_reg <= scan_u_reg + 17'd1;
-            end
-            if (scan_v2_reg) begin
-                if (u_dst > max_dst_reg) max_dst_reg <= u_dst;
-                if (u_src > max_src_reg) max_src_reg <= u_src;
-                if (u_wgt > max_wgt_reg) max_wgt_reg <= u_wgt;
-            end
+            // waits for the scan of the micro-ops' largest fields
             if (scan_done) begin
-                c_valid_reg <= 1'b1;
-                c_bgn_reg <= uop_bgn;
-                c_end_reg <= uop_end;
-                state_reg <= STATE_CHECK;
+                state_next = STATE_CHECK;
             end
         end
         STATE_CHECK: begin
-            // largest index of the nest against each buffer
-            state_reg <= range_bad_reg ? STATE_IDLE : STATE_EXEC;
+            // waits for nothing: the largest index of the nest against each buffer
+            state_next = range_bad_reg ? STATE_IDLE : STATE_EXEC;
         end
         STATE_EXEC: begin
-            // issues one micro-op per cycle (a MUL instruction one every other cycle)
-            if (!mul_gap_reg) begin
-                nuops_reg <= nuops_reg + 32'd1;
-                if (!last_u) begin
-                    u_reg <= u_reg + 17'd1;
-                end else begin
-                    u_reg <= uop_bgn;
-                    if (!last_i) begin
-                        i_reg <= i_reg + 14'd1;
-                        i_dst_reg <= i_dst_reg + dst_f_in;
-                        i_src_reg <= i_src_reg + src_f_in;
-                        i_wgt_reg <= i_wgt_reg + wgt_f_in;
-                    end else begin
-                        i_reg <= 14'd0;
-                        i_dst_reg <= 16'd0;
-                        i_src_reg <= 16'd0;
-                        i_wgt_reg <= 16'd0;
-                        o_reg <= o_reg + 14'd1;
-                        o_dst_reg <= o_dst_reg + dst_f_out;
-                        o_src_reg <= o_src_reg + src_f_out;
-                        o_wgt_reg <= o_wgt_reg + wgt_f_out;
-                        if (last_o) begin
-                            state_reg <= STATE_RETIRE;
-                        end
-                    end
-                end
+            // waits for the last micro-op to issue (one per cycle; a MUL every other)
+            if (nest_done) begin
+                state_next = STATE_RETIRE;
             end
         end
         STATE_RETIRE: begin
             // waits for the pipeline if the results must be visible, then pushes
             // g2l / g2s, retires, and takes the next instruction if there is one
             if (!retire_wait) begin
-                state_reg <= STATE_IDLE;
+                state_next = STATE_IDLE;
                 if (retire_now && take_cmd) begin
-                    insn_reg <= cmd_data[`VTA_INSN_W-1:0];
-                    index_reg <= cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
-                    state_reg <= STATE_POP;
+                    insn_next = cmd_data[`VTA_INSN_W-1:0];
+                    index_next = cmd_data[`VTA_CMD_INDEX_LO +: `VTA_CMD_INDEX_W];
+                    state_next = STATE_POP;
                 end
             end
         end
         default: begin
-            state_reg <= STATE_IDLE;
+            state_next = STATE_IDLE;
         end
     endcase
-    if (halt) begin
-        state_reg <= STATE_IDLE;
-    end
 
+    if (halt) begin
+        state_next = STATE_IDLE;
+    end
+end
+
+// the loop nest: set up in DECODE, one step per micro-op issued in EXEC
+always @* begin
+    u_next = u_reg;
+    o_next = o_reg;
+    i_next = i_reg;
+    o_off_next = o_off_reg;
+    i_off_next = i_off_reg;
+    nuops_next = nuops_reg;
+    if (decode) begin
+        u_next = uop_bgn;
+        o_next = {OW{1'b0}};
+        i_next = {IW{1'b0}};
+        o_off_next = {IX{1'b0}};
+        i_off_next = {IX{1'b0}};
+        nuops_next = {CW{1'b0}};
+    end else if (loop_step) begin
+        nuops_next = nuops_reg + 1'b1;
+        if (!last_u) begin
+            u_next = u_reg + 1'b1;
+        end else begin
+            u_next = uop_bgn;
+            if (!last_i) begin
+                i_next = i_reg + 1'b1;
+                i_off_next = {i_off_reg[S+W +: A] + dst_f_in, i_off_reg[W +: S] + src_f_in,
+                              i_off_reg[0 +: W] + wgt_f_in};
+            end else begin
+                i_next = {IW{1'b0}};
+                i_off_next = {IX{1'b0}};
+                o_next = o_reg + 1'b1;
+                o_off_next = {o_off_reg[S+W +: A] + dst_f_out, o_off_reg[W +: S] + src_f_out,
+                              o_off_reg[0 +: W] + wgt_f_out};
+            end
+        end
+    end
+end
+
+// the range scan: the micro-ops uop_bgn..uop_end-1 read once (their largest fields
+// kept below), cached for that range until a UOP load writes the buffer
+always @* begin
+    scan_u_next = scan_u_reg;
+    c_valid_next = c_valid_reg && !uop_we;
+    c_bgn_next = c_bgn_reg;
+    c_end_next = c_end_reg;
+    if (decode) begin
+        scan_u_next = {1'b0, uop_bgn};
+    end
+    if (scan_read) begin
+        scan_u_next = scan_u_reg + 1'b1;
+    end
+    if (state_reg == STATE_SCAN && scan_done) begin
+        c_valid_next = 1'b1;
+        c_bgn_next = uop_bgn;
+        c_end_next = uop_end;
+    end
+end
+
+// registers of the datapath around the FSM: the scan's reads in flight and running
+// maxima (a micro-op's fields two cycles after its read), the range check, the
+// products of POP, the MUL gap
+always @(posedge clk) begin
     mul_gap_reg <= issue && is_mul;
     scan_v1_reg <= scan_read;
     scan_v2_reg <= scan_v1_reg;
+    if (to_scan) begin
+        max_dst_reg <= {A{1'b0}};
+        max_src_reg <= {S{1'b0}};
+        max_wgt_reg <= {W{1'b0}};
+    end else if (scan_v2_reg) begin
+        if (u_dst > max_dst_reg) max_dst_reg <= u_dst;
+        if (u_src > max_src_reg) max_src_reg <= u_src;
+        if (u_wgt > max_wgt_reg) max_wgt_reg <= u_wgt;
+    end
     range_bad_reg <= range_bad;
     if (state_reg == STATE_POP) begin
         bad_uop_end_reg <= bad_uop_end;
-        span_dst_o_reg <= io30 * {14'd0, dst_f_out};
-        span_dst_i_reg <= ii30 * {14'd0, dst_f_in};
-        span_src_o_reg <= io30 * {14'd0, src_f_out};
-        span_src_i_reg <= ii30 * {14'd0, src_f_in};
-        span_wgt_o_reg <= io30 * {14'd0, wgt_f_out};
-        span_wgt_i_reg <= ii30 * {14'd0, wgt_f_in};
+        span_dst_o_reg <= {{A{1'b0}}, io_m1} * {{OW{1'b0}}, dst_f_out};
+        span_dst_i_reg <= {{A{1'b0}}, ii_m1} * {{IW{1'b0}}, dst_f_in};
+        span_src_o_reg <= {{S{1'b0}}, io_m1} * {{OW{1'b0}}, src_f_out};
+        span_src_i_reg <= {{S{1'b0}}, ii_m1} * {{IW{1'b0}}, src_f_in};
+        span_wgt_o_reg <= {{W{1'b0}}, io_m1} * {{OW{1'b0}}, wgt_f_out};
+        span_wgt_i_reg <= {{W{1'b0}}, ii_m1} * {{IW{1'b0}}, wgt_f_in};
     end
-    if (state_reg == STATE_DECODE) begin
-        elems_reg <= {16'd0, x_size} * {16'd0, y_size};
-    end
-
     if (rst || halt) begin
         scan_v1_reg <= 1'b0;
         scan_v2_reg <= 1'b0;
     end
     if (rst) begin
         mul_gap_reg <= 1'b0;
+    end
+end
+
+// (the instruction register, the loop nest and the scan change only on a command taken,
+// in DECODE and on a loop step, in DECODE and SCAN: their copies are enabled then, as a
+// clock enable would; their _next hold them otherwise, so the enables only spare a
+// simulator copies)
+always @(posedge clk) begin
+    state_reg <= state_next;
+    if (take_cmd) begin
+        insn_reg <= insn_next;
+        index_reg <= index_next;
+    end
+    if (decode || loop_step) begin
+        u_reg <= u_next;
+        o_reg <= o_next;
+        i_reg <= i_next;
+        o_off_reg <= o_off_next;
+        i_off_reg <= i_off_next;
+        nuops_reg <= nuops_next;
+    end
+    if (decode || state_reg == STATE_SCAN) begin
+        scan_u_reg <= scan_u_next;
+        c_bgn_reg <= c_bgn_next;
+        c_end_reg <= c_end_next;
+    end
+    c_valid_reg <= c_valid_next;
+    if (rst) begin
         state_reg <= STATE_IDLE;
-        insn_reg <= 128'd0;
-        index_reg <= 32'd0;
+        insn_reg <= {`VTA_INSN_W{1'b0}};
+        index_reg <= {`VTA_CMD_INDEX_W{1'b0}};
         c_valid_reg <= 1'b0;
     end
 end

@@ -60,22 +60,23 @@ module vta_compute_pipe #(
     input  wire                  clk,
     input  wire                  rst,
 
-    // one micro-op: loop offsets (only the low bits matter) and controls
+    // one micro-op: loop offsets (modulo the buffer depths; a source is INP's for a
+    // GEMM and ACC's for an ALU micro-op, as wide as the wider) and controls
     input  wire                  issue,
-    input  wire [15:0]           o_dst,
-    input  wire [15:0]           i_dst,
-    input  wire [15:0]           o_src,
-    input  wire [15:0]           i_src,
-    input  wire [15:0]           o_wgt,
-    input  wire [15:0]           i_wgt,
+    input  wire [LOG_ACC_DEPTH-1:0] o_dst,
+    input  wire [LOG_ACC_DEPTH-1:0] i_dst,
+    input  wire [`VTA_UOP_SRC_IDX_W-1:0] o_src,
+    input  wire [`VTA_UOP_SRC_IDX_W-1:0] i_src,
+    input  wire [LOG_WGT_DEPTH-1:0] o_wgt,
+    input  wire [LOG_WGT_DEPTH-1:0] i_wgt,
     input  wire                  is_alu,
     input  wire                  reset,
-    input  wire [2:0]            alu_op,
+    input  wire [`VTA_ALU_ALU_OPCODE_W-1:0] alu_op,
     input  wire                  use_imm,
-    input  wire [15:0]           imm,
-    // the micro-op read at issue, two cycles later: its {dst, src, wgt} indices,
-    // each zero-extended to 16 bits (decoded by vta_compute)
-    input  wire [47:0]           uop_idx,
+    input  wire [`VTA_ALU_IMM_W-1:0] imm,
+    // the micro-op read at issue, two cycles later: its {dst, src, wgt} indices
+    // (decoded by vta_compute)
+    input  wire [LOG_ACC_DEPTH+`VTA_UOP_SRC_IDX_W+LOG_WGT_DEPTH-1:0] uop_idx,
 
     // INP and WGT scratchpad read ports (latency 2)
     output wire                  inp_re,
@@ -112,8 +113,12 @@ localparam integer AL = 1 << LOG_ACC_WIDTH;           // ACC lane bits
 localparam integer ACC_W = LANES * AL;
 localparam integer OUT_W = LANES << LOG_INP_WIDTH;
 localparam A = LOG_ACC_DEPTH;
+localparam S = `VTA_UOP_SRC_IDX_W;       // a source index (INP for GEMM, ACC for ALU)
+localparam W = LOG_WGT_DEPTH;
+localparam IX = A + S + W;               // indices {dst, src, wgt}
 // controls carried with a micro-op: {is_alu, reset, alu_op, use_imm, imm}
-localparam CTL_W = 22;
+localparam IMM_W = `VTA_ALU_IMM_W;
+localparam CTL_W = 3 + `VTA_ALU_ALU_OPCODE_W + IMM_W;
 
 // one ALU operand: 0 the RAM, 1 w1, 2 w2, 3 zero
 `define VTA_PIPE_OPERAND(q, sel, ram) \
@@ -125,8 +130,9 @@ localparam CTL_W = 22;
     endcase
 
 initial begin
-    if (`VTA_UOP_DST_IDX_W != LOG_ACC_DEPTH || `VTA_CFG_LOG_BATCH != LOG_BATCH
-        || `VTA_CFG_LOG_BLOCK != LOG_BLOCK) begin
+    if (`VTA_UOP_DST_IDX_W != LOG_ACC_DEPTH || `VTA_UOP_WGT_IDX_W != LOG_WGT_DEPTH
+        || S < LOG_INP_DEPTH || S < LOG_ACC_DEPTH || `VTA_CFG_LOG_BATCH != LOG_BATCH
+        || `VTA_CFG_LOG_BLOCK != LOG_BLOCK || IMM_W > AL) begin
         $display("%m: vta_isa.vh / vta_cfg.vh were generated for another configuration");
         $finish;
     end
@@ -138,8 +144,8 @@ end
 // as Icarus pays for every variable a clocked block reads.
 reg [8:1]         v_reg;             // v_reg[k]: a micro-op is at stage t+k
 reg [8*CTL_W-1:0] c_reg;             // its controls
-reg [47:0]        off1_reg, off2_reg; // loop offsets {dst, src, wgt} at t+1, t+2
-reg [47:0]        idx3_reg;          // indices {dst, src, wgt} at t+3
+reg [IX-1:0]      off1_reg, off2_reg; // loop offsets {dst, src, wgt} at t+1, t+2
+reg [IX-1:0]      idx3_reg;          // indices {dst, src, wgt} at t+3
 reg [5*A-1:0]     dst_reg;           // dst index at t+4 .. t+8
 reg [4*A-1:0]     src_reg;           // src index at t+4 .. t+7
 // forwarding selects for D: 0 the RAM, 1 w1, 2 w2; for the ALU's operands also 3,
@@ -171,16 +177,16 @@ wire       c5_reset = c5[CTL_W-2];
 wire       c6_reset = c6[CTL_W-2];
 wire       c7_alu = c7[CTL_W-1];
 wire       c7_reset = c7[CTL_W-2];
-wire [2:0] c7_op = c7[CTL_W-3 -: 3];
-wire       c7_imm_on = c7[16];
-wire [15:0] c7_imm = c7[15:0];
+wire [`VTA_ALU_ALU_OPCODE_W-1:0] c7_op = c7[CTL_W-3 -: `VTA_ALU_ALU_OPCODE_W];
+wire       c7_imm_on = c7[IMM_W];
+wire [IMM_W-1:0] c7_imm = c7[IMM_W-1:0];
 wire       c8_alu = c8[CTL_W-1];
 wire       c8_reset = c8[CTL_W-2];
-wire [2:0] c8_op = c8[CTL_W-3 -: 3];
+wire [`VTA_ALU_ALU_OPCODE_W-1:0] c8_op = c8[CTL_W-3 -: `VTA_ALU_ALU_OPCODE_W];
 // a MUL micro-op at D: it writes at E, the cycle after
 wire       mul8 = c8_alu && c8_op == `VTA_ALU_MUL;
-wire [15:0] src3 = idx3_reg[16 +: 16];
-wire [15:0] wgt3 = idx3_reg[0 +: 16];
+wire [S-1:0] src3 = idx3_reg[W +: S];
+wire [W-1:0] wgt3 = idx3_reg[0 +: W];
 wire [A-1:0] dst6 = dst_reg[2*A +: A];
 wire [A-1:0] dst7 = dst_reg[3*A +: A];
 wire [A-1:0] dst8 = dst_reg[4*A +: A];
@@ -190,7 +196,7 @@ wire [A-1:0] src7 = src_reg[3*A +: A];
 assign inp_re = v_reg[3] && !c3_alu;
 assign inp_raddr = src3[LOG_INP_DEPTH-1:0];
 assign wgt_re = v_reg[3] && !c3_alu;
-assign wgt_raddr = wgt3[LOG_WGT_DEPTH-1:0];
+assign wgt_raddr = wgt3;
 assign acc_re = v_reg[6] && !c6_reset;
 assign acc_dst_raddr = dst6;
 assign acc_src_raddr = src6;
@@ -216,16 +222,15 @@ always @(posedge clk) begin
     // t+1: loop offsets
     off1_reg <= {o_dst + i_dst, o_src + i_src, o_wgt + i_wgt};
     off2_reg <= off1_reg;
-    // t+2: indices
-    // (the unused high bits of the 16-bit sums are dropped below)
-    idx3_reg <= {uop_idx[32 +: 16] + off2_reg[32 +: 16], uop_idx[16 +: 16] + off2_reg[16 +: 16],
-                 uop_idx[0 +: 16] + off2_reg[0 +: 16]};
-    dst_reg <= {dst_reg[4*A-1:0], idx3_reg[32 +: A]};
+    // t+2: indices (modulo the buffer depths)
+    idx3_reg <= {uop_idx[S+W +: A] + off2_reg[S+W +: A], uop_idx[W +: S] + off2_reg[W +: S],
+                 uop_idx[0 +: W] + off2_reg[0 +: W]};
+    dst_reg <= {dst_reg[4*A-1:0], idx3_reg[S+W +: A]};
     src_reg <= {src_reg[3*A-1:0], src3[A-1:0]};
     fa8_reg <= fa7;
     fa_alu_reg <= alu7 ? fa7 : 2'd3;
     fb_alu_reg <= (alu7 && !c7_imm_on) ? fb7 : 2'd3;
-    imm8_reg <= (alu7 && c7_imm_on) ? {{(AL-16){c7_imm[15]}}, c7_imm} : {AL{1'b0}};
+    imm8_reg <= (alu7 && c7_imm_on) ? {{(AL-IMM_W){c7_imm[IMM_W-1]}}, c7_imm} : {AL{1'b0}};
     mm8_reg <= alu7 && (c7_op == `VTA_ALU_MIN || c7_op == `VTA_ALU_MAX);
     max8_reg <= c7_op == `VTA_ALU_MAX;
     add8_reg <= alu7 && c7_op == `VTA_ALU_ADD;
@@ -329,10 +334,10 @@ assign out_wdata = out_lanes;
 
 assign empty = !v_reg[1] && !later_reg && !e_valid_reg;
 
-// indices beyond the buffer depths (range-checked before issue) are dropped; the
-// controls' ALU fields are not needed before D
-wire _unused_ok = &{1'b0, idx3_reg, src3, wgt3, c3[CTL_W-2:0], c5[CTL_W-3:0],
-                    c6[CTL_W-1], c6[CTL_W-3:0], c8[16:0], 1'b0};
+// a source index is as wide as the wider of INP's and ACC's; the controls' ALU fields
+// are not needed before D
+wire _unused_ok = &{1'b0, src3, c3[CTL_W-2:0], c5[CTL_W-3:0], c6[CTL_W-1], c6[CTL_W-3:0],
+                    c8[IMM_W:0], 1'b0};
 
 `undef VTA_PIPE_OPERAND
 

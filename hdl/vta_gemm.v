@@ -18,7 +18,7 @@
  *
  * so no stage adds more than about 3 adders deep.  The stages are written
  * out unrolled in vta_gemm.vh, generated for the configuration by
- * vta.hdlgen (render_gemm): the operand lanes split once into register
+ * vta.hdltools.hdlgen (render_gemm): the operand lanes split once into register
  * arrays, one register per product and partial sum (array elements with
  * constant indices), and `sum` written by one assignment, which a simulator
  * evaluates once per clock edge.  A stage only loads when its input is valid

@@ -96,14 +96,11 @@ localparam STATE_RETIRE = 3'd4;
 
 reg [2:0]   state_reg, state_next;
 reg [`VTA_INSN_W-1:0] insn_reg, insn_next;
-reg [31:0]  index_reg, index_next;
+reg [`VTA_CMD_INDEX_W-1:0] index_reg, index_next;
 
 // the LOAD/STORE fields of insn_reg, one wire each (generated from vta/isa.py)
 `include "vta_mem_fields.vh"
 wire        is_wgt    = mem_type == `VTA_MEM_WGT;
-
-// elements moved, for the byte counters (a registered product, taken in STATE_EXEC)
-reg  [31:0] elems_reg;
 
 // ------------------------------------------------------------ the sequencer
 reg         ld_start;
@@ -113,22 +110,29 @@ wire [7:0]  ld_err_code;
 wire        ld_req_valid;
 wire        ld_req_ready;
 wire [ADDR_WIDTH-1:0] ld_req_addr;
-wire [31:0] ld_req_n;
+wire [`VTA_MEM_X_SIZE_W+`VTA_MEM_Y_SIZE_W-1:0] ld_req_n;
 wire        ld_data_valid;
 wire        ld_data_ready;
 wire        ld_wr_en;
-wire [15:0] ld_wr_idx;
+wire [`VTA_MEM_SRAM_BASE_W-1:0] ld_wr_idx;
 wire        ld_wr_pad;
 wire        ld_busy;
+// elements moved, for the byte counters (the sequencer's registered product)
+wire [`VTA_MEM_X_SIZE_W+`VTA_MEM_Y_SIZE_W-1:0] ld_elems;
 
 vta_loader #(
     .ADDR_WIDTH(ADDR_WIDTH),
-    .MEM_SIZE(MEM_SIZE)
+    .MEM_SIZE(MEM_SIZE),
+    // memory types: 0 INP, 1 WGT
+    .N(2),
+    .LOG_ELEM_BYTES({LOG_WGT_BYTES[7:0], LOG_INP_BYTES[7:0]}),
+    .LOG_DEPTH({LOG_WGT_DEPTH[7:0], LOG_INP_DEPTH[7:0]})
 ) loader (
     .clk(clk),
     .rst(rst),
     .halt(halt),
     .start(ld_start),
+    .sel({is_wgt, !is_wgt}),
     .sram_base(sram_base),
     .dram_base(dram_base),
     .y_size(y_size),
@@ -138,10 +142,9 @@ vta_loader #(
     .y_pad_1(y_pad_1),
     .x_pad_0(x_pad_0),
     .x_pad_1(x_pad_1),
-    .log_elem_bytes(is_wgt ? LOG_WGT_BYTES[3:0] : LOG_INP_BYTES[3:0]),
-    .log_depth(is_wgt ? LOG_WGT_DEPTH[4:0] : LOG_INP_DEPTH[4:0]),
     .busy(ld_busy),
     .done(ld_done),
+    .elems(ld_elems),
     .err(ld_err),
     .err_code(ld_err_code),
     .req_valid(ld_req_valid),
@@ -269,7 +272,7 @@ always @* begin
         end
         STATE_EXEC: begin
             // starts the transfer (x_size 0: no-op)
-            if (x_size == 16'd0) begin
+            if (x_size == 0) begin
                 state_next = STATE_RETIRE;
             end else begin
                 ld_start = 1'b1;
@@ -298,11 +301,11 @@ always @* begin
             end else begin
                 l2g_push = push_next;
                 evt_retire = 1'b1;
-                if (x_size != 16'd0) begin
+                if (x_size != 0) begin
                     if (is_wgt) begin
-                        wgt_bytes = elems_reg << LOG_WGT_BYTES;
+                        wgt_bytes = ld_elems << LOG_WGT_BYTES;
                     end else begin
-                        inp_bytes = elems_reg << LOG_INP_BYTES;
+                        inp_bytes = ld_elems << LOG_INP_BYTES;
                     end
                 end
                 state_next = STATE_IDLE;
@@ -319,19 +322,13 @@ always @* begin
 end
 
 always @(posedge clk) begin
-    if (state_reg == STATE_EXEC) begin
-        elems_reg <= {16'd0, x_size} * {16'd0, y_size};
-    end
-end
-
-always @(posedge clk) begin
     state_reg <= state_next;
     insn_reg <= insn_next;
     index_reg <= index_next;
     if (rst) begin
         state_reg <= STATE_IDLE;
-        insn_reg <= 128'd0;
-        index_reg <= 32'd0;
+        insn_reg <= {`VTA_INSN_W{1'b0}};
+        index_reg <= {`VTA_CMD_INDEX_W{1'b0}};
     end
 end
 

@@ -11,13 +11,16 @@
  * back, and pushes an s2g token when push_prev_dep is set.
  *
  * Faults, checked before any token is taken (flags) or any byte is written
- * (the rest; two cycles, the range checks registered), in the golden model's order: *_next flags -> BAD_DEP_FLAG;
- * x_size == 0 is a no-op; memory_type != OUT -> BAD_MEMORY_TYPE; a non-zero
- * pad -> STORE_PAD; OUT range -> SRAM_RANGE; DRAM range -> DRAM_RANGE.
+ * (the rest; two cycles, the range checks registered), in the golden model's
+ * order: *_next flags -> BAD_DEP_FLAG; x_size == 0 is a no-op; memory_type !=
+ * OUT -> BAD_MEMORY_TYPE; a non-zero pad -> STORE_PAD; OUT range ->
+ * SRAM_RANGE; DRAM range -> DRAM_RANGE.
  *
- * OUT elements narrower than the bus are packed into beats with byte strobes
- * (a row may start and end in the middle of a beat); wider ones are split
- * into several full beats.
+ * The range checks and the row requests are vta_row_walk's (shared with
+ * vta_loader); this module adds the OUT reads and the beats: OUT elements
+ * narrower than the bus are packed into beats with byte strobes (a row may
+ * start and end in the middle of a beat); wider ones are split into several
+ * full beats.
  */
 `include "vta_isa.vh"
 
@@ -96,10 +99,12 @@ localparam LOG_K = NARROW ? LOG_BUS_BYTES - LOG_EB : 0;
 localparam R_LOG = NARROW ? 0 : LOG_EB - LOG_BUS_BYTES;
 localparam integer K = 1 << LOG_K;
 localparam integer R = 1 << R_LOG;
-localparam [33:0] K34 = {2'b00, K[31:0]};
-localparam [31:0] R_LAST = R - 1;
+localparam [R_LOG:0] R_LAST = R[R_LOG:0] - 1'b1;
 // bits of a lane number (at least one)
 localparam LW = NARROW ? LOG_K : 1;
+// bits of an element count (x_size * y_size) and of an OUT index
+localparam CW = `VTA_MEM_X_SIZE_W + `VTA_MEM_Y_SIZE_W;
+localparam IW = `VTA_MEM_SRAM_BASE_W;
 
 localparam STATE_IDLE   = 3'd0;
 localparam STATE_POP    = 3'd1;
@@ -109,51 +114,59 @@ localparam STATE_RETIRE = 3'd4;
 
 reg [2:0]   state_reg, state_next;
 reg [`VTA_INSN_W-1:0] insn_reg, insn_next;
-reg [31:0]  index_reg, index_next;
+reg [`VTA_CMD_INDEX_W-1:0] index_reg, index_next;
 
 // the LOAD/STORE fields of insn_reg, one wire each (generated from vta/isa.py)
 `include "vta_mem_fields.vh"
 wire        pads      = |{y_pad_0, y_pad_1, x_pad_0, x_pad_1};
 
-// Derived from the fields (stable from STATE_POP on) into registers: the
-// products in STATE_POP (DSP outputs registered), the range checks in the
-// first cycle of STATE_CHECK; the second cycle gives the verdict.
-reg  [31:0] total_reg;                   // x_size * y_size
-reg  [31:0] rows_span_reg;               // (y_size - 1) * x_stride
-reg         merged_reg;                  // one request for the whole block
-reg         checked_reg;                 // STATE_CHECK: the range flags are valid
-reg         sram_bad_reg, dram_bad_reg;
-reg  [31:0] seg_n_reg;                   // elements per request
-reg  [31:0] seg_last_reg;                // seg_n_reg - 1
-wire [31:0] total = total_reg;
-wire [32:0] sram_end = {17'd0, sram_base} + {1'b0, total_reg};
-wire [15:0] y_minus_1 = y_size - 16'd1;
-wire [33:0] dram_end_elem = (y_size == 16'd0) ? {2'b0, dram_base}
-                           : {2'b0, dram_base} + {2'b0, rows_span_reg} + {18'd0, x_size};
-wire [63:0] dram_end = {30'd0, dram_end_elem} << LOG_EB;
-wire [31:0] seg_n = seg_n_reg;
+// ------------------------------------------------------------ range checks and requests
+// vta_row_walk (shared with vta_loader): the products in STATE_POP (DSP outputs
+// registered), the range checks in the first cycle of STATE_CHECK (the second
+// gives the verdict), one write request per row (or one for the block) in STATE_RUN
+wire [CW-1:0] total;                     // x_size * y_size
+wire          checked;                   // STATE_CHECK: the range flags are valid
+wire          sram_bad, dram_bad;
+wire [CW-1:0] seg_n;                     // elements per request
+wire          rq_valid;
+wire [ADDR_WIDTH-1:0] rq_addr;           // byte address of the request
+
+vta_row_walk #(
+    .ADDR_WIDTH(ADDR_WIDTH), .MEM_SIZE(MEM_SIZE), .N(1),
+    .LOG_ELEM_BYTES(LOG_EB[7:0]), .LOG_DEPTH(LOG_DEPTH[7:0]), .PADS(0)
+) walk (
+    .clk(clk), .rst(rst),
+    .sel(1'b1), .sram_base(sram_base), .dram_base(dram_base),
+    .y_size(y_size), .x_size(x_size), .x_stride(x_stride),
+    .x_total({1'b0, x_size}), .y_total({1'b0, y_size}),
+    .size(state_reg == STATE_POP), .check(state_reg == STATE_CHECK),
+    .run(state_reg == STATE_RUN),
+    .elems(total), .checked(checked), .sram_bad(sram_bad), .dram_bad(dram_bad),
+    .req_valid(rq_valid), .req_ready(dma_req_ready), .req_addr(rq_addr), .req_n(seg_n)
+);
+
+// seg_n - 1, registered in STATE_CHECK (seg_n is final from its second cycle)
+reg  [CW-1:0] seg_last_reg;
 
 // ------------------------------------------------------------ requests
-reg        rq_active_reg, rq_active_next;
-reg [15:0] rq_rows_reg, rq_rows_next;
-reg [33:0] rq_elem_reg, rq_elem_next;
-
-wire [63:0] rq_byte = {30'd0, rq_elem_reg} << LOG_EB;
-wire [LW-1:0] rq_lane = NARROW ? rq_elem_reg[LW-1:0] : {LW{1'b0}};
-wire [33:0] rq_narrow_beats = ({2'b0, seg_n} + {{(34-LW){1'b0}}, rq_lane} + K34 - 34'd1) >> LOG_K;
-// bytes beyond ADDR_WIDTH fail the DRAM range check first
-wire _unused_ok = &{1'b0, rq_byte, 1'b0};
-assign dma_req_valid = state_reg == STATE_RUN && rq_active_reg;
-assign dma_req_addr = {rq_byte[ADDR_WIDTH-1:LOG_BUS_BYTES], {LOG_BUS_BYTES{1'b0}}};
-assign dma_req_beats = NARROW ? {{(BEATS_WIDTH-34){1'b0}}, rq_narrow_beats}
-                              : {{(BEATS_WIDTH-32){1'b0}}, seg_n} << R_LOG;
+// a row's first element's lane in its first beat (narrow elements)
+localparam [LOG_K:0] K_M1 = K[LOG_K:0] - 1'b1;
+wire [LW-1:0] rq_lane = NARROW ? rq_addr[LW+LOG_EB-1:LOG_EB] : {LW{1'b0}};
+wire [CW+1:0] rq_narrow_beats = ({2'b00, seg_n} + {{(CW+2-LW){1'b0}}, rq_lane}
+                                 + {{(CW+1-LOG_K){1'b0}}, K_M1}) >> LOG_K;
+// (the request address's element bits below the bus word are the lane)
+wire _unused_addr = &{1'b0, rq_addr[LOG_BUS_BYTES-1:0], 1'b0};
+assign dma_req_valid = rq_valid;
+assign dma_req_addr = {rq_addr[ADDR_WIDTH-1:LOG_BUS_BYTES], {LOG_BUS_BYTES{1'b0}}};
+assign dma_req_beats = NARROW ? {{(BEATS_WIDTH-CW-2){1'b0}}, rq_narrow_beats}
+                              : {{(BEATS_WIDTH-CW){1'b0}}, seg_n} << R_LOG;
 
 // ------------------------------------------------------------ SRAM reads
 // reads are issued while the two-entry buffer has room for them
-reg [31:0] rd_cnt_reg, rd_cnt_next;      // elements read
-reg [31:0] rd_segx_reg, rd_segx_next;    // position in the current segment
-reg [33:0] rd_elem_reg, rd_elem_next;    // DRAM element of the segment start
-reg [15:0] rd_addr_reg, rd_addr_next;
+reg [CW-1:0] rd_cnt_reg, rd_cnt_next;    // elements read
+reg [CW-1:0] rd_segx_reg, rd_segx_next;  // position in the current segment
+reg [LW-1:0] rd_lane_reg, rd_lane_next;  // lane of the segment's first element (narrow)
+reg [IW-1:0] rd_addr_reg, rd_addr_next;
 reg        p_valid_reg;                  // a read in flight
 reg [LW+1:0]    p_tag_reg;               // {first, last, lane0} of it
 reg [LW+1:0]    rd_tag;
@@ -166,14 +179,14 @@ reg [1:0]       b_count_reg, b_count_next;
 
 wire rd_more = rd_cnt_reg != total;
 wire rd_issue = state_reg == STATE_RUN && rd_more
-                && ({1'b0, b_count_reg} + {2'b0, p_valid_reg}) < 3'd2;
+                && ({1'b0, b_count_reg} + {2'b0, p_valid_reg}) < 2;
 assign out_re = rd_issue;
 assign out_raddr = rd_addr_reg[LOG_DEPTH-1:0];
 
 always @* begin
-    rd_tag[LW+1] = rd_segx_reg == 32'd0;
+    rd_tag[LW+1] = rd_segx_reg == 0;
     rd_tag[LW] = rd_segx_reg == seg_last_reg;
-    rd_tag[LW-1:0] = NARROW ? rd_elem_reg[LW-1:0] : {LW{1'b0}};
+    rd_tag[LW-1:0] = NARROW ? rd_lane_reg : {LW{1'b0}};
 end
 
 // ------------------------------------------------------------ packer
@@ -183,7 +196,7 @@ wire [LW+1:0] h_tag = b_rp_reg ? b_tag1_reg : b_tag0_reg;
 wire          h_first = h_tag[LW+1];
 wire          h_last = h_tag[LW];
 wire          h_take;
-reg  [31:0]   sent_reg, sent_next;       // elements packed
+reg  [CW-1:0] sent_reg, sent_next;       // elements packed
 
 generate
 if (NARROW) begin : pack_narrow
@@ -220,12 +233,12 @@ end else begin : pack_wide
     assign dma_wr_valid = h_valid;
     assign dma_wr_data = h_data[beat_i_reg * DW +: DW];
     assign dma_wr_strb = {SW{1'b1}};
-    assign h_take = h_valid && dma_wr_ready && beat_i_reg == R_LAST[R_LOG:0];
+    assign h_take = h_valid && dma_wr_ready && beat_i_reg == R_LAST;
     // wide elements need no segment tags
     wire _unused_tags = &{1'b0, h_first, h_last, 1'b0};
     always @(posedge clk) begin
         if (dma_wr_valid && dma_wr_ready) begin
-            beat_i_reg <= (beat_i_reg == R_LAST[R_LOG:0]) ? {(R_LOG+1){1'b0}} : beat_i_reg + 1'b1;
+            beat_i_reg <= (beat_i_reg == R_LAST) ? {(R_LOG+1){1'b0}} : beat_i_reg + 1'b1;
         end
         if (rst || state_reg == STATE_CHECK) begin
             beat_i_reg <= {(R_LOG+1){1'b0}};
@@ -252,12 +265,9 @@ always @* begin
     evt_start = 1'b0;
     evt_retire = 1'b0;
     out_bytes = 32'd0;
-    rq_active_next = rq_active_reg;
-    rq_rows_next = rq_rows_reg;
-    rq_elem_next = rq_elem_reg;
     rd_cnt_next = rd_cnt_reg;
     rd_segx_next = rd_segx_reg;
-    rd_elem_next = rd_elem_reg;
+    rd_lane_next = rd_lane_reg;
     rd_addr_next = rd_addr_reg;
     sent_next = sent_reg;
 
@@ -284,17 +294,14 @@ always @* begin
         end
         STATE_CHECK: begin
             // no-op, or the fault checks (first cycle: the range flags)
-            rq_active_next = 1'b1;
-            rq_rows_next = merged_reg ? 16'd1 : y_size;
-            rq_elem_next = {2'b0, dram_base};
-            rd_cnt_next = 32'd0;
-            rd_segx_next = 32'd0;
-            rd_elem_next = {2'b0, dram_base};
+            rd_cnt_next = {CW{1'b0}};
+            rd_segx_next = {CW{1'b0}};
+            rd_lane_next = dram_base[LW-1:0];
             rd_addr_next = sram_base;
-            sent_next = 32'd0;
-            if (!checked_reg) begin
+            sent_next = {CW{1'b0}};
+            if (!checked) begin
                 state_next = STATE_CHECK;
-            end else if (x_size == 16'd0) begin
+            end else if (x_size == 0) begin
                 state_next = STATE_RETIRE;
             end else if (mem_type != `VTA_MEM_OUT) begin
                 err = 1'b1;
@@ -304,43 +311,37 @@ always @* begin
                 err = 1'b1;
                 err_code = `VTA_ERR_STORE_PAD;
                 state_next = STATE_IDLE;
-            end else if (sram_bad_reg) begin
+            end else if (sram_bad) begin
                 err = 1'b1;
                 err_code = `VTA_ERR_SRAM_RANGE;
                 state_next = STATE_IDLE;
-            end else if (dram_bad_reg) begin
+            end else if (dram_bad) begin
                 err = 1'b1;
                 err_code = `VTA_ERR_DRAM_RANGE;
                 state_next = STATE_IDLE;
-            end else if (y_size == 16'd0) begin
+            end else if (y_size == 0) begin
                 state_next = STATE_RETIRE;
             end else begin
                 state_next = STATE_RUN;
             end
         end
         STATE_RUN: begin
-            // requests rows, reads OUT, packs beats; waits for the last response
-            if (dma_req_valid && dma_req_ready) begin
-                rq_elem_next = rq_elem_reg + {18'd0, x_stride};
-                rq_rows_next = rq_rows_reg - 16'd1;
-                if (rq_rows_reg == 16'd1) begin
-                    rq_active_next = 1'b0;
-                end
-            end
+            // reads OUT, packs beats (vta_row_walk requests the rows); waits for the
+            // last response
             if (rd_issue) begin
-                rd_cnt_next = rd_cnt_reg + 32'd1;
-                rd_addr_next = rd_addr_reg + 16'd1;
+                rd_cnt_next = rd_cnt_reg + 1'b1;
+                rd_addr_next = rd_addr_reg + 1'b1;
                 if (rd_segx_reg == seg_last_reg) begin
-                    rd_segx_next = 32'd0;
-                    rd_elem_next = rd_elem_reg + {18'd0, x_stride};
+                    rd_segx_next = {CW{1'b0}};
+                    rd_lane_next = rd_lane_reg + x_stride[LW-1:0];
                 end else begin
-                    rd_segx_next = rd_segx_reg + 32'd1;
+                    rd_segx_next = rd_segx_reg + 1'b1;
                 end
             end
             if (h_take) begin
-                sent_next = sent_reg + 32'd1;
+                sent_next = sent_reg + 1'b1;
             end
-            if (!rq_active_reg && sent_reg == total && dma_idle) begin
+            if (!rq_valid && sent_reg == total && dma_idle) begin
                 state_next = STATE_RETIRE;
             end
         end
@@ -353,7 +354,7 @@ always @* begin
             end else begin
                 s2g_push = push_prev;
                 evt_retire = 1'b1;
-                if (x_size != 16'd0) begin
+                if (x_size != 0) begin
                     out_bytes = total << LOG_EB;
                 end
                 state_next = STATE_IDLE;
@@ -383,23 +384,8 @@ always @(posedge clk) begin
             b_tag0_reg <= p_tag_reg;
         end
     end
-end
-
-always @(posedge clk) begin
-    checked_reg <= state_reg == STATE_CHECK && !halt;
-    if (state_reg == STATE_POP) begin
-        total_reg <= {16'd0, x_size} * {16'd0, y_size};
-        rows_span_reg <= {16'd0, y_minus_1} * {16'd0, x_stride};
-        merged_reg <= (y_size == 16'd1) || (x_stride == x_size);
-    end
     if (state_reg == STATE_CHECK) begin
-        sram_bad_reg <= sram_end > (33'd1 << LOG_DEPTH);
-        dram_bad_reg <= dram_end > MEM_SIZE;
-        seg_n_reg <= merged_reg ? total_reg : {16'd0, x_size};
-        seg_last_reg <= (merged_reg ? total_reg : {16'd0, x_size}) - 32'd1;
-    end
-    if (rst) begin
-        checked_reg <= 1'b0;
+        seg_last_reg <= seg_n - 1'b1;
     end
 end
 
@@ -407,12 +393,9 @@ always @(posedge clk) begin
     state_reg <= state_next;
     insn_reg <= insn_next;
     index_reg <= index_next;
-    rq_active_reg <= rq_active_next;
-    rq_rows_reg <= rq_rows_next;
-    rq_elem_reg <= rq_elem_next;
     rd_cnt_reg <= rd_cnt_next;
     rd_segx_reg <= rd_segx_next;
-    rd_elem_reg <= rd_elem_next;
+    rd_lane_reg <= rd_lane_next;
     rd_addr_reg <= rd_addr_next;
     sent_reg <= sent_next;
     p_valid_reg <= rd_issue;
@@ -432,9 +415,8 @@ always @(posedge clk) begin
     end
     if (rst) begin
         state_reg <= STATE_IDLE;
-        insn_reg <= 128'd0;
-        index_reg <= 32'd0;
-        rq_active_reg <= 1'b0;
+        insn_reg <= {`VTA_INSN_W{1'b0}};
+        index_reg <= {`VTA_CMD_INDEX_W{1'b0}};
     end
 end
 

@@ -8,29 +8,25 @@
  * Decoupled access-execute, as upstream VTA: fetch reads the instruction
  * stream and dispatches it to three command queues; load, compute and store
  * run concurrently, ordered only by the four dependency-token queues; every
- * DRAM access goes through one AXI4 master.
+ * DRAM access goes through one AXI4 master.  This module is the netlist only;
+ * what is decided about a run (its end, its first fault, a deadlock, the
+ * counters) is vta_status's.
  *
- *   s_axil --> [vta_regs] --start/halt--> all      counters <-- events
- *                  |
- *               [vta_fetch] ---> (ld_q) ---> [vta_load] ----> INP, WGT SRAM
- *                  |        ---> (cmp_q) --> [vta_compute] <-- INP, WGT
- *                  |        ---> (st_q) ---> [vta_store]  |     UOP, ACC inside
- *                  |                            ^    |    +--> OUT SRAM
- *                  |        l2g/g2l: load <-> compute    |          |
- *                  |        g2s/s2g: compute <-> store   +<---------+
- *                  |                                     |
+ *   s_axil <-> [vta_regs] --start/run/halt--> every engine, queue and DMA
+ *                  ^   ^
+ *                  |   +-- err_*, run_done, tokens, cnt_inc -- [vta_status]
+ *                  |                              ^ faults, idle/stall/busy,
+ *             insn_addr/insn_count                | retires, queue and token
+ *                  v                              | counts, bus errors
+ *              [vta_fetch] --> (ld_queue)  --> [vta_load] ----------> INP, WGT SRAM
+ *                  |       --> (cmp_queue) --> [vta_compute] <------- INP, WGT
+ *                  |       --> (st_queue)  --> [vta_store]    |  (UOP, ACC inside)
+ *                  |                            ^   |         +-----> OUT SRAM
+ *                  |     l2g/g2l: load <-> compute  |                    |
+ *                  |     g2s/s2g: compute <-> store +<-------------------+
+ *                  |                                |
  *   m_axi AR/R <-- [vta_dma_rd] <-- fetch, INP, WGT, UOP, ACC, ACC_8BIT streams
  *   m_axi AW/W/B <-- [vta_dma_wr] <-- store
- *
- * Run end: DONE when fetch has dispatched INSN_COUNT instructions, every
- * queue is empty, every engine idle and compute retired FINISH; the same
- * without FINISH is NO_FINISH.  DEADLOCK when, for a few cycles in a row,
- * every engine either waits on an empty token queue or has nothing to do, at
- * least one waits, and fetch can dispatch nothing more.  The first fault
- * (fetch, load, compute, store priority within a cycle) stops the run.  A
- * DRAM error response (SLVERR/DECERR) is BUS_ERROR of the engine whose stream
- * it answered (fetch: ERR_INDEX is the first instruction of the failing
- * burst; the others: their current instruction), ERR_ADDR the burst address.
  *
  * MEM_SIZE is the device-memory size behind the master: an access beyond it
  * is a DRAM_RANGE fault (the golden model's memory size).
@@ -192,6 +188,7 @@ initial begin
 end
 
 // ---------------------------------------------------------------- control registers
+// (the run's start, run and halt; the status of vta_status below)
 wire [63:0] insn_addr;
 wire [31:0] insn_count;
 wire        start;
@@ -206,7 +203,7 @@ wire [31:0] err_index;
 wire [63:0] err_addr;
 wire [31:0] tokens;
 wire [31:0] fetch_index;
-reg  [NCNT*32-1:0] cnt_inc;
+wire [NCNT*32-1:0] cnt_inc;
 
 vta_regs #(
     .LOG_INP_WIDTH(LOG_INP_WIDTH), .LOG_WGT_WIDTH(LOG_WGT_WIDTH), .LOG_ACC_WIDTH(LOG_ACC_WIDTH),
@@ -233,6 +230,8 @@ vta_regs #(
 );
 
 // ---------------------------------------------------------------- DMA: one AXI4 master
+// reads: client 0 fetch, 1-2 load (INP, WGT), 3-5 compute (UOP, ACC, ACC_8BIT), each its
+// own ARID; writes: the store engine
 wire [NRD-1:0]             rd_req_valid;
 wire [NRD-1:0]             rd_req_ready;
 wire [NRD*ADDR_WIDTH-1:0]  rd_req_addr;
@@ -293,7 +292,6 @@ vta_dma_wr #(
     .m_axi_bvalid(m_axi_bvalid), .m_axi_bready(m_axi_bready)
 );
 
-assign start_ok = rd_idle && wr_idle;
 
 // ---------------------------------------------------------------- fetch and command queues
 wire         ldq_in_valid, ldq_in_ready, ldq_out_valid, ldq_out_ready;
@@ -301,11 +299,11 @@ wire         cmpq_in_valid, cmpq_in_ready, cmpq_out_valid, cmpq_out_ready;
 wire         stq_in_valid, stq_in_ready, stq_out_valid, stq_out_ready;
 wire [`VTA_CMD_W-1:0] q_in_data, ldq_out_data, cmpq_out_data, stq_out_data;
 wire [QW-1:0] ldq_count, cmpq_count, stq_count;
-wire         f_err;
-wire [7:0]   f_err_code;
-wire [31:0]  f_err_index;
-wire         f_done;
-wire         f_quiet;
+wire         fetch_err;
+wire [7:0]   fetch_err_code;
+wire [31:0]  fetch_err_index;
+wire         fetch_done;
+wire         fetch_quiet;
 
 vta_fetch #(
     .LOG_BUS_WIDTH(LOG_BUS_WIDTH), .ADDR_WIDTH(ADDR_WIDTH), .BEATS_WIDTH(BEATS_WIDTH),
@@ -320,9 +318,9 @@ vta_fetch #(
     .cmp_valid(cmpq_in_valid), .cmp_ready(cmpq_in_ready), .cmp_count(cmpq_count),
     .st_valid(stq_in_valid), .st_ready(stq_in_ready), .st_count(stq_count),
     .cmd_data(q_in_data),
-    .err(f_err), .err_code(f_err_code), .err_index(f_err_index),
+    .err(fetch_err), .err_code(fetch_err_code), .err_index(fetch_err_index),
     .evt_valid(evt_fetch_valid), .evt_index(evt_fetch_index),
-    .dispatched(fetch_index), .done(f_done), .quiet(f_quiet)
+    .dispatched(fetch_index), .done(fetch_done), .quiet(fetch_quiet)
 );
 
 vta_fifo #(.WIDTH(`VTA_CMD_W), .LOG_DEPTH(LOG_QUEUE_DEPTH)) ld_queue (
@@ -371,14 +369,6 @@ vta_token_queue #(.DEPTH(`VTA_TOKEN_QUEUE_DEPTH)) s2g (
     .nonempty(s2g_nonempty), .full(s2g_full), .count(s2g_count)
 );
 
-function [7:0] sat8;
-    input [TCW-1:0] v;
-    begin
-        sat8 = (v > 255) ? 8'd255 : v[7:0];
-    end
-endfunction
-assign tokens = {sat8(s2g_count), sat8(g2s_count), sat8(g2l_count), sat8(l2g_count)};
-
 // ---------------------------------------------------------------- scratchpads shared between engines
 // (INP and WGT: compute reads them through the RAM output register, latency 2)
 wire                     inp_we, inp_re;
@@ -405,9 +395,9 @@ vta_sram #(.WIDTH(OUT_W), .LOG_DEPTH(LOG_ACC_DEPTH)) out_mem (
 );
 
 // ---------------------------------------------------------------- load engine
-wire        l_err, l_start, l_retire, l_idle, l_stall, l_busy;
-wire [7:0]  l_err_code;
-wire [31:0] l_index, l_inp_bytes, l_wgt_bytes;
+wire        load_err, load_idle, load_stall, load_busy;
+wire [7:0]  load_err_code;
+wire [31:0] load_inp_bytes, load_wgt_bytes;
 
 vta_load #(
     .LOG_INP_WIDTH(LOG_INP_WIDTH), .LOG_WGT_WIDTH(LOG_WGT_WIDTH),
@@ -425,16 +415,17 @@ vta_load #(
     .dma_rd_valid(rd_valid[2:1]), .dma_rd_ready(rd_ready[2:1]), .dma_rd_data(rd_data),
     .inp_we(inp_we), .inp_waddr(inp_waddr), .inp_wdata(inp_wdata),
     .wgt_we(wgt_we), .wgt_waddr(wgt_waddr), .wgt_wdata(wgt_wdata),
-    .err(l_err), .err_code(l_err_code), .index(l_index),
-    .evt_start(l_start), .evt_retire(l_retire),
-    .idle(l_idle), .stall(l_stall), .busy(l_busy),
-    .inp_bytes(l_inp_bytes), .wgt_bytes(l_wgt_bytes)
+    .err(load_err), .err_code(load_err_code), .index(evt_load_index),
+    .evt_start(evt_load_start), .evt_retire(evt_load_retire),
+    .idle(load_idle), .stall(load_stall), .busy(load_busy),
+    .inp_bytes(load_inp_bytes), .wgt_bytes(load_wgt_bytes)
 );
 
 // ---------------------------------------------------------------- compute engine
-wire        c_err, c_start, c_retire, c_finish, c_idle, c_stall, c_busy;
-wire [7:0]  c_err_code;
-wire [31:0] c_index, c_uop_bytes, c_acc_bytes, c_acc8_bytes, c_gemm_uops, c_alu_uops;
+wire        compute_err, compute_finish, compute_idle, compute_stall, compute_busy;
+wire [7:0]  compute_err_code;
+wire [31:0] compute_uop_bytes, compute_acc_bytes, compute_acc8_bytes;
+wire [31:0] compute_gemm_uops, compute_alu_uops;
 
 vta_compute #(
     .LOG_INP_WIDTH(LOG_INP_WIDTH), .LOG_WGT_WIDTH(LOG_WGT_WIDTH), .LOG_ACC_WIDTH(LOG_ACC_WIDTH),
@@ -455,17 +446,18 @@ vta_compute #(
     .inp_re(inp_re), .inp_raddr(inp_raddr), .inp_rdata(inp_rdata),
     .wgt_re(wgt_re), .wgt_raddr(wgt_raddr), .wgt_rdata(wgt_rdata),
     .out_we(out_we), .out_waddr(out_waddr), .out_wdata(out_wdata),
-    .err(c_err), .err_code(c_err_code), .index(c_index),
-    .evt_start(c_start), .evt_retire(c_retire), .evt_uop(evt_compute_uop), .finish(c_finish),
-    .idle(c_idle), .stall(c_stall), .busy(c_busy),
-    .uop_bytes(c_uop_bytes), .acc_bytes(c_acc_bytes), .acc8_bytes(c_acc8_bytes),
-    .gemm_uops(c_gemm_uops), .alu_uops(c_alu_uops)
+    .err(compute_err), .err_code(compute_err_code), .index(evt_compute_index),
+    .evt_start(evt_compute_start), .evt_retire(evt_compute_retire), .evt_uop(evt_compute_uop),
+    .finish(compute_finish),
+    .idle(compute_idle), .stall(compute_stall), .busy(compute_busy),
+    .uop_bytes(compute_uop_bytes), .acc_bytes(compute_acc_bytes), .acc8_bytes(compute_acc8_bytes),
+    .gemm_uops(compute_gemm_uops), .alu_uops(compute_alu_uops)
 );
 
 // ---------------------------------------------------------------- store engine
-wire        s_err, s_start, s_retire, s_idle, s_stall, s_busy;
-wire [7:0]  s_err_code;
-wire [31:0] s_index, s_out_bytes;
+wire        store_err, store_idle, store_stall, store_busy;
+wire [7:0]  store_err_code;
+wire [31:0] store_out_bytes;
 
 vta_store #(
     .LOG_OUT_WIDTH(LOG_INP_WIDTH), .LOG_BATCH(LOG_BATCH), .LOG_BLOCK(LOG_BLOCK),
@@ -480,188 +472,44 @@ vta_store #(
     .dma_req_addr(wr_req_addr), .dma_req_beats(wr_req_beats),
     .dma_wr_valid(wr_valid), .dma_wr_ready(wr_ready), .dma_wr_data(wr_data),
     .dma_wr_strb(wr_strb), .dma_idle(wr_idle),
-    .err(s_err), .err_code(s_err_code), .index(s_index),
-    .evt_start(s_start), .evt_retire(s_retire),
-    .idle(s_idle), .stall(s_stall), .busy(s_busy),
-    .out_bytes(s_out_bytes)
+    .err(store_err), .err_code(store_err_code), .index(evt_store_index),
+    .evt_start(evt_store_start), .evt_retire(evt_store_retire),
+    .idle(store_idle), .stall(store_stall), .busy(store_busy),
+    .out_bytes(store_out_bytes)
 );
 
-// ---------------------------------------------------------------- trace events
-assign evt_load_start = l_start;
-assign evt_load_retire = l_retire;
-assign evt_load_index = l_index;
-assign evt_compute_start = c_start;
-assign evt_compute_retire = c_retire;
-assign evt_compute_index = c_index;
-assign evt_store_start = s_start;
-assign evt_store_retire = s_retire;
-assign evt_store_index = s_index;
-
-// ---------------------------------------------------------------- run end, faults, deadlock
-reg       finish_seen_reg;
-reg [2:0] dead_cnt_reg;
-// run end and deadlock are decided from last cycle's state (registered): once
-// drained, nothing can start again in a run; a deadlock lasts anyway
-reg       drained_reg;
-reg       dead_reg;
-
-wire l_free = l_idle && ldq_count == {QW{1'b0}};
-wire c_free = c_idle && cmpq_count == {QW{1'b0}};
-wire s_free = s_idle && stq_count == {QW{1'b0}};
-wire drained = f_done && l_free && c_free && s_free;
-assign run_done = drained_reg && finish_seen_reg;
-
-// the fault of this cycle (first by priority), registered into err_*_reg; a
-// fetch bus error's index comes from the registered address (fetch_bus_reg)
-reg         err_valid_d, err_valid_reg;
-reg  [3:0]  err_module_d, err_module_reg;
-reg  [7:0]  err_code_d, err_code_reg;
-reg  [31:0] err_index_d, err_index_reg;
-reg  [63:0] err_addr_d, err_addr_reg;
-reg         fetch_bus_d, fetch_bus_reg;
-
-// bus errors: read client -> engine (fetch 0, load 1-2, compute 3-5, as wired above)
-// (zero-extended to 64 bits through a wider concatenation: ADDR_WIDTH may be 64)
-wire [63+ADDR_WIDTH:0] rd_err_wide = {64'd0, rd_bus_err_addr};
-wire [63+ADDR_WIDTH:0] wr_err_wide = {64'd0, wr_bus_err_addr};
-wire [63:0] rd_err_addr64 = rd_err_wide[63:0];
-wire [63:0] wr_err_addr64 = wr_err_wide[63:0];
-wire [63:0] stream_base = {insn_addr[63:4], 4'd0};
-wire [63:0] fetch_err_off = (err_addr_reg > stream_base) ? err_addr_reg - stream_base : 64'd0;
-wire _unused_err = &{1'b0, rd_err_wide[63+ADDR_WIDTH:64], wr_err_wide[63+ADDR_WIDTH:64],
-                     fetch_err_off[63:36], fetch_err_off[3:0], 1'b0};
-
-assign err_valid = err_valid_reg;
-assign err_module = err_module_reg;
-assign err_code = err_code_reg;
-assign err_index = fetch_bus_reg ? fetch_err_off[35:4] : err_index_reg;
-assign err_addr = err_addr_reg;
-
-wire dead_now = f_quiet && (l_stall || l_free) && (c_stall || c_free) && (s_stall || s_free)
-                && (l_stall || c_stall || s_stall);
-
-always @* begin
-    err_valid_d = 1'b1;
-    err_module_d = `VTA_MOD_NONE;
-    err_code_d = `VTA_ERR_NONE;
-    err_index_d = 32'd0;
-    err_addr_d = 64'd0;
-    fetch_bus_d = 1'b0;
-    if (f_err) begin
-        err_module_d = `VTA_MOD_FETCH;
-        err_code_d = f_err_code;
-        err_index_d = f_err_index;
-    end else if (l_err) begin
-        err_module_d = `VTA_MOD_LOAD;
-        err_code_d = l_err_code;
-        err_index_d = l_index;
-    end else if (c_err) begin
-        err_module_d = `VTA_MOD_COMPUTE;
-        err_code_d = c_err_code;
-        err_index_d = c_index;
-    end else if (s_err) begin
-        err_module_d = `VTA_MOD_STORE;
-        err_code_d = s_err_code;
-        err_index_d = s_index;
-    end else if (rd_bus_err) begin
-        err_code_d = `VTA_ERR_BUS_ERROR;
-        err_addr_d = rd_err_addr64;
-        if (rd_bus_err_client == {ID_WIDTH{1'b0}}) begin
-            err_module_d = `VTA_MOD_FETCH;
-            err_index_d = 32'd0;
-            fetch_bus_d = 1'b1;
-        end else if (rd_bus_err_client < 3) begin
-            err_module_d = `VTA_MOD_LOAD;
-            err_index_d = l_index;
-        end else begin
-            err_module_d = `VTA_MOD_COMPUTE;
-            err_index_d = c_index;
-        end
-    end else if (wr_bus_err) begin
-        err_module_d = `VTA_MOD_STORE;
-        err_code_d = `VTA_ERR_BUS_ERROR;
-        err_index_d = s_index;
-        err_addr_d = wr_err_addr64;
-    end else if (dead_cnt_reg == 3'd7) begin
-        err_code_d = `VTA_ERR_DEADLOCK;
-        if (l_stall) begin
-            err_module_d = `VTA_MOD_LOAD;
-            err_index_d = l_index;
-        end else if (c_stall) begin
-            err_module_d = `VTA_MOD_COMPUTE;
-            err_index_d = c_index;
-        end else begin
-            err_module_d = `VTA_MOD_STORE;
-            err_index_d = s_index;
-        end
-    end else if (drained_reg && !finish_seen_reg) begin
-        err_module_d = `VTA_MOD_COMPUTE;
-        err_code_d = `VTA_ERR_NO_FINISH;
-        err_index_d = 32'hFFFFFFFF;
-    end else begin
-        err_valid_d = 1'b0;
-    end
-end
-
-// the fault report is registered (the first fault of a cycle, by priority);
-// vta_regs halts the engines on it in the cycle it arrives, as before
-always @(posedge clk) begin
-    err_valid_reg <= err_valid_d;
-    err_module_reg <= err_module_d;
-    err_code_reg <= err_code_d;
-    err_index_reg <= err_index_d;
-    err_addr_reg <= err_addr_d;
-    fetch_bus_reg <= fetch_bus_d;
-    if (rst || start) begin
-        err_valid_reg <= 1'b0;
-    end
-end
-
-always @(posedge clk) begin
-    if (c_finish) begin
-        finish_seen_reg <= 1'b1;
-    end
-    drained_reg <= drained;
-    dead_reg <= dead_now;
-    if (dead_reg && run) begin
-        dead_cnt_reg <= (dead_cnt_reg == 3'd7) ? dead_cnt_reg : dead_cnt_reg + 3'd1;
-    end else begin
-        dead_cnt_reg <= 3'd0;
-    end
-    if (rst || start) begin
-        finish_seen_reg <= 1'b0;
-        dead_cnt_reg <= 3'd0;
-        drained_reg <= 1'b0;
-        dead_reg <= 1'b0;
-    end
-end
-
-// ---------------------------------------------------------------- counters (regs.COUNTERS order)
-always @* begin
-    cnt_inc = {NCNT*32{1'b0}};
-    cnt_inc[`VTA_CNT_CYCLES*32 +: 32] = 32'd1;
-    cnt_inc[`VTA_CNT_LOAD_BUSY*32 +: 32] = {31'd0, l_busy};
-    cnt_inc[`VTA_CNT_LOAD_STALL*32 +: 32] = {31'd0, l_stall};
-    cnt_inc[`VTA_CNT_COMPUTE_BUSY*32 +: 32] = {31'd0, c_busy};
-    cnt_inc[`VTA_CNT_COMPUTE_STALL*32 +: 32] = {31'd0, c_stall};
-    cnt_inc[`VTA_CNT_STORE_BUSY*32 +: 32] = {31'd0, s_busy};
-    cnt_inc[`VTA_CNT_STORE_STALL*32 +: 32] = {31'd0, s_stall};
-    cnt_inc[`VTA_CNT_UOP_LOAD_BYTES*32 +: 32] = c_uop_bytes;
-    cnt_inc[`VTA_CNT_INP_LOAD_BYTES*32 +: 32] = l_inp_bytes;
-    cnt_inc[`VTA_CNT_WGT_LOAD_BYTES*32 +: 32] = l_wgt_bytes;
-    cnt_inc[`VTA_CNT_ACC_LOAD_BYTES*32 +: 32] = c_acc_bytes;
-    cnt_inc[`VTA_CNT_ACC8_LOAD_BYTES*32 +: 32] = c_acc8_bytes;
-    cnt_inc[`VTA_CNT_OUT_STORE_BYTES*32 +: 32] = s_out_bytes;
-    cnt_inc[`VTA_CNT_GEMM_UOPS*32 +: 32] = c_gemm_uops;
-    cnt_inc[`VTA_CNT_ALU_UOPS*32 +: 32] = c_alu_uops;
-    cnt_inc[`VTA_CNT_LOAD_INSNS*32 +: 32] = {31'd0, l_retire};
-    cnt_inc[`VTA_CNT_COMPUTE_INSNS*32 +: 32] = {31'd0, c_retire};
-    cnt_inc[`VTA_CNT_STORE_INSNS*32 +: 32] = {31'd0, s_retire};
-    cnt_inc[`VTA_CNT_L2G_TOKENS*32 +: 32] = {31'd0, l2g_push};
-    cnt_inc[`VTA_CNT_G2L_TOKENS*32 +: 32] = {31'd0, g2l_push};
-    cnt_inc[`VTA_CNT_G2S_TOKENS*32 +: 32] = {31'd0, g2s_push};
-    cnt_inc[`VTA_CNT_S2G_TOKENS*32 +: 32] = {31'd0, s2g_push};
-end
+// ---------------------------------------------------------------- run end, faults, counters
+vta_status #(
+    .ADDR_WIDTH(ADDR_WIDTH), .ID_WIDTH(ID_WIDTH), .LOG_QUEUE_DEPTH(LOG_QUEUE_DEPTH)
+) status (
+    .clk(clk), .rst(rst), .start(start), .run(run), .insn_addr(insn_addr),
+    .fetch_err(fetch_err), .fetch_err_code(fetch_err_code), .fetch_err_index(fetch_err_index),
+    .fetch_done(fetch_done), .fetch_quiet(fetch_quiet),
+    .ldq_count(ldq_count), .cmpq_count(cmpq_count), .stq_count(stq_count),
+    .load_err(load_err), .load_err_code(load_err_code), .load_index(evt_load_index),
+    .load_idle(load_idle), .load_stall(load_stall), .load_busy(load_busy),
+    .load_retire(evt_load_retire),
+    .load_inp_bytes(load_inp_bytes), .load_wgt_bytes(load_wgt_bytes),
+    .compute_err(compute_err), .compute_err_code(compute_err_code),
+    .compute_index(evt_compute_index),
+    .compute_idle(compute_idle), .compute_stall(compute_stall), .compute_busy(compute_busy),
+    .compute_retire(evt_compute_retire), .compute_finish(compute_finish),
+    .compute_uop_bytes(compute_uop_bytes), .compute_acc_bytes(compute_acc_bytes),
+    .compute_acc8_bytes(compute_acc8_bytes),
+    .compute_gemm_uops(compute_gemm_uops), .compute_alu_uops(compute_alu_uops),
+    .store_err(store_err), .store_err_code(store_err_code), .store_index(evt_store_index),
+    .store_idle(store_idle), .store_stall(store_stall), .store_busy(store_busy),
+    .store_retire(evt_store_retire), .store_out_bytes(store_out_bytes),
+    .rd_idle(rd_idle), .rd_bus_err(rd_bus_err), .rd_bus_err_client(rd_bus_err_client),
+    .rd_bus_err_addr(rd_bus_err_addr),
+    .wr_idle(wr_idle), .wr_bus_err(wr_bus_err), .wr_bus_err_addr(wr_bus_err_addr),
+    .l2g_push(l2g_push), .g2l_push(g2l_push), .g2s_push(g2s_push), .s2g_push(s2g_push),
+    .l2g_count(l2g_count), .g2l_count(g2l_count), .g2s_count(g2s_count), .s2g_count(s2g_count),
+    .start_ok(start_ok), .run_done(run_done),
+    .err_valid(err_valid), .err_module(err_module), .err_code(err_code),
+    .err_index(err_index), .err_addr(err_addr),
+    .tokens(tokens), .cnt_inc(cnt_inc)
+);
 
 endmodule
 

@@ -32,3 +32,22 @@ unsigned long long vta_fast_run(unsigned long long max_cycles) {
     }
     return n;
 }
+
+// Coverage of a build made with --coverage (vta.driver.rtl, option coverage): write the
+// counts gathered so far to `path` (Verilator's coverage.dat format) and, with `zero`,
+// start counting from zero again, so that successive files hold disjoint increments.
+// Returns 0 in a build without coverage.
+#if VM_COVERAGE
+#include "verilated_cov.h"
+
+extern "C" __attribute__((visibility("default")))
+int vta_coverage_write(const char* path, int zero) {
+    VerilatedCovContext* cov = Verilated::threadContextp()->coveragep();
+    cov->write(path);
+    if (zero) cov->zero();
+    return 1;
+}
+#else
+extern "C" __attribute__((visibility("default")))
+int vta_coverage_write(const char*, int) { return 0; }
+#endif

@@ -119,6 +119,25 @@ def _fast_runner():
     return fn
 
 
+def _coverage_writer():
+    """``vta_coverage_write`` of a Verilator build (sim/vta_fast_clock.cpp), or None."""
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None).vta_coverage_write
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    return fn
+
+
+#: DRAM model settings the ``timing`` request may change between runs (vta_dram.v).
+TIMING_FIELDS = ("rlat", "wlat", "stall", "reorder", "outstanding")
+#: Cycles a ``timing`` request waits for the DRAM's requests in flight to finish.
+TIMING_WAIT = 1_000_000
+
+
 class Harness:
     """Register, memory and run access to ``vta_tb``."""
 
@@ -377,9 +396,33 @@ class Harness:
             await self.reset(req.get("cycles", 8))
         elif op == "info":
             out.update(self.info())
+        elif op == "timing":
+            await self.set_timing(req)
+        elif op == "coverage":
+            writer = _coverage_writer()
+            out["written"] = bool(writer and writer(str(req["path"]).encode(),
+                                                    int(bool(req.get("zero")))))
         else:
             raise ValueError(f"unknown request {op!r}")
         return out, data
+
+    async def set_timing(self, req: dict) -> None:
+        """Set the DRAM model's latency, stall probability, response order and outstanding
+        requests, and restart its stall generator from ``seed``.  Requests still in flight
+        (a run that faulted leaves some) are answered first, under the old timing."""
+        dram = self.dut.dram
+        for _ in range(TIMING_WAIT):
+            if not self.dut.dram_busy.value:
+                break
+            await RisingEdge(self.clk)
+        else:
+            raise RuntimeError(f"the DRAM stayed busy for {TIMING_WAIT} cycles: its timing "
+                               "cannot change")
+        for name in TIMING_FIELDS:
+            if name in req:
+                getattr(dram, name).value = int(req[name])
+        if "seed" in req:
+            dram.rnd.value = int(req["seed"]) & 0xFFFFFFFF or 1
 
     def info(self) -> dict:
         dut = self.dut

@@ -98,12 +98,15 @@ class Config:
             name = text
         else:
             path = Path(text)
-            if not path.is_file():
+            try:
+                raw = path.read_text() if path.is_file() else None
+            except (OSError, UnicodeDecodeError):  # a name too long, unreadable, binary
+                raw = None
+            if raw is None:
                 raise ConfigError(
                     f"configuration must be a preset name ({', '.join(PRESETS)}) or the path "
                     f"of a vta_config.json file, not {text!r}"
                 )
-            raw = path.read_text()
             source = str(path)
             name = path.stem
         try:

@@ -132,6 +132,8 @@ def check_option(name: str, value: Any) -> Any:
     if name in ("trace", "waves"):
         if not isinstance(value, (bool, str, Path)) and value is not None:
             raise TypeError(f"{name} must be True, False or a file path, not {value!r}")
+        if isinstance(value, (str, Path)) and not Path(value).parent.is_dir():
+            raise ValueError(f"{name} file {value}: folder {Path(value).parent} does not exist")
         return value
     return value  # capture: checked where it is used
 

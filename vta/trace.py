@@ -190,21 +190,36 @@ def parse_line(line: str) -> TraceRecord | None:
         else:
             raise ValueError(f"token column must read 'pop=... push=...', not {tokens!r}")
     dispatch = start = None
-    if "/" in cycle_s:
-        try:
+    try:
+        if "/" in cycle_s:
             dispatch, start, cycle_s = (int(c) for c in cycle_s.split("/"))
-        except ValueError:
-            raise ValueError(f"cycle column must read RETIRE or DISPATCH/START/RETIRE, not "
-                             f"{cycle_s!r}") from None
-    return TraceRecord(None if cycle_s == "-" else int(cycle_s), module, int(index_s),
-                       int(raw_s, 16), disasm, pops, pushes, dispatch, start)
+        cycle = None if cycle_s == "-" else int(cycle_s)
+    except ValueError:
+        raise ValueError(f"cycle column must read RETIRE, DISPATCH/START/RETIRE (integers) or "
+                         f"-, not {parts[0]!r}") from None
+    if module not in MODULES:
+        raise ValueError(f"module column must be one of {', '.join(MODULES)}, not {module!r}")
+    try:
+        index, raw = int(index_s), int(raw_s, 16)
+    except ValueError:
+        raise ValueError(f"index and instruction columns must be an integer and a hex word, "
+                         f"not {index_s!r} and {raw_s!r}") from None
+    return TraceRecord(cycle, module, index, raw, disasm, pops, pushes, dispatch, start)
 
 
 def read_trace(path: str | Path) -> list[TraceRecord]:
-    """Every record of a trace file."""
+    """Every record of a trace file; ValueError naming the file and line of a bad one."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a trace file (binary data)") from None
     out = []
-    for line in Path(path).read_text().splitlines():
-        rec = parse_line(line)
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        try:
+            rec = parse_line(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}: line {lineno}: {exc}") from None
         if rec is not None:
             out.append(rec)
     return out

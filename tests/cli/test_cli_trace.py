@@ -304,5 +304,9 @@ def test_waves_whole_run_and_a_window(program, tmp_path):
     last = max(records[3].cycle, records[4].cycle)
     assert f"cycles {first}..{last} of the run's" in window.output
     assert cycles_in(tmp_path / "w.vcd") == list(range(first, last + 1))
+    # its header says what it is a window of (it named the temporary FST file it was cut from)
+    assert (tmp_path / "w.vcd").read_text().splitlines()[0] == (
+        f"$comment cycles {first}..{last} of a run of {program.name} on icarus (instructions "
+        "3..4), cut by vta $end")
     bad = invoke("waves", program, "-b", "icarus", "--cycles", "5:9", "-o", tmp_path / "w.fst")
     assert bad.exit_code == 2 and "must end in .vcd (a window is written as VCD)" in bad.output

@@ -201,7 +201,11 @@ def test_a_build_says_how_far_it_is_while_it_runs(tmp_path, monkeypatch, caplog,
     caplog.set_level(logging.INFO, logger="vta.hdltools.build")
     simbuild.build("icarus", "t", [src])
     messages = [r.getMessage() for r in caplog.records if r.name == "vta.hdltools.build"]
-    assert messages[0].startswith("building the icarus simulation of t (")
+    # it names the simulator it builds, and how long that one takes (an Icarus build said
+    # "Verilator takes about a minute")
+    log = next((tmp_path / "cache" / "sim").glob("t-icarus-*.log"))
+    assert messages[0] == ("building the icarus simulation of t (once per configuration and "
+                           f"options: a few seconds); compiler output: {log}")
     beats = [m for m in messages if m.startswith("still building the icarus simulation of t: ")]
     assert len(beats) >= 3 and all(m.endswith(" s so far, compiling Vtop__ALL.o")
                                    for m in beats), messages
@@ -215,6 +219,45 @@ def test_a_build_says_how_far_it_is_while_it_runs(tmp_path, monkeypatch, caplog,
     err = capsys.readouterr().err
     assert "vta: building the icarus simulation of t" in err
     assert "vta: still building the icarus simulation of t: " in err
+
+
+def test_a_plain_build_stays_cached_when_the_aws_header_appears(tmp_path, monkeypatch):
+    """The AWS testbench writes vta_aws_regs.vh into the configuration's shared header
+    folder; the key of the plain testbench, which never includes it, must not change (it
+    hashed the whole folder: the next plain run rebuilt, a minute on Verilator).  A header
+    it does include still changes its key."""
+    import vta
+    from vta.backends import aws_sim, rtl
+    from vta.hdltools import hdlgen
+
+    needs.simulator("icarus")
+    monkeypatch.setenv("VTA_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = vta.Config.load("tiny")
+    plain = rtl.build_testbench("icarus", cfg)
+    headers = hdlgen.header_dir(cfg)
+    assert not (headers / "vta_aws_regs.vh").exists()
+    aws_sim.write_aws_header(headers)
+    again = rtl.build_testbench("icarus", cfg)
+    assert again.cached and again.build_dir == plain.build_dir
+    sources = [*hdlgen.hdl_sources(), *rtl._tb_sources()]
+    read, missing = simbuild.included_files(sources, [headers])
+    assert {p.name for p in read} == {"vta_cfg.vh", "vta_gemm.vh", "vta_isa.vh",
+                                      "vta_mem_fields.vh", "vta_regs.vh"} and not missing
+    aws_read, _ = simbuild.included_files([*sources, *aws_sim.aws_sources()], [headers])
+    assert headers / "vta_aws_regs.vh" in aws_read
+    # the same with a design of our own: a header it includes (through another) counts
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "outer.vh").write_text('`include "width.vh"\n')
+    (inc / "width.vh").write_text("`define W 4\n")
+    src = tmp_path / "count.v"
+    src.write_text('`include "outer.vh"\n' + COUNTER.replace("[3:0]", "[`W-1:0]"))
+    first = simbuild.build("icarus", "count", [src], includes=[inc])
+    (inc / "other.vh").write_text("`define X 1\n")
+    assert simbuild.build("icarus", "count", [src], includes=[inc]).cached
+    (inc / "width.vh").write_text("`define W 5\n")
+    second = simbuild.build("icarus", "count", [src], includes=[inc])
+    assert not second.cached and second.build_dir != first.build_dir
 
 
 def test_build_step_names_what_the_compiler_is_doing(tmp_path):

@@ -140,7 +140,7 @@ def test_cli_runs_and_graph_run_uses_the_log(tmp_path):
                  "--no-ort")
     assert ran.exit_code == 0 and "PASS" in ran.output, ran.output
     missing = invoke("graph", "run", digits_model(), "-i", x, "--tuning-log", tmp_path / "no")
-    assert missing.exit_code == 2 and "no such file" in missing.output
+    assert missing.exit_code == 2 and "does not exist" in missing.output
     assert invoke("tune", "digits", "-b", "golden").exit_code == 2
     bad = invoke("tune", "nosuch.onnx")
     assert bad.exit_code == 2 and "neither an ONNX file nor a bundled network" in bad.output

@@ -25,7 +25,7 @@ from vta.errors import ConfigError, ErrorCode, ExecutionError
 from vta.golden import GoldenModel
 from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, encode_stream
 from vta.progfile.lint import lint
-from vta.regress import coverage, races, run
+from vta.regress import coverage, races, run, triage
 from vta.regress.check import Session
 from vta.regress.configs import parse_configs, random_config
 from vta.regress.generator import (
@@ -294,6 +294,7 @@ def test_a_crashing_simulator_is_reopened_and_the_program_retried(monkeypatch):
     job = worker.Job("golden", worker.config_dict(TINY), 3)
     record = worker.run_job(job)
     assert record["status"] == "pass" and record["attempts"] == 2 and len(opened) == 2
+    assert "code -9" in record["retried"]  # what the first attempt ran into
     monkeypatch.setattr(Flaky, "check", lambda self, case: (_ for _ in ()).throw(
         SimulatorCrashError("the simulator exited (code -9)")))
     record = worker.run_job(job)
@@ -404,25 +405,93 @@ def test_killed_workers_lose_no_result(tmp_path, monkeypatch):
     assert marker.exists()  # a worker died once, and that program passed on the retry
     assert summary.counts == {"pass": 3, "crash": 1}
     (crash,) = summary.failures
-    assert crash["seed"] == 40 and "died" in crash["message"]
+    assert crash["seed"] == 40 and "died" in crash["message"] and crash["attempts"] == 2
     _, records = _records(tmp_path / "r")
     assert sorted(r["seed"] for r in records) == [38, 39, 40, 41]
+    # the programs the dead worker held are marked: a second attempt, rescheduled once
+    # (the one it was running; the scheduler may have given it the next one already)
+    retried = [r for r in records if r["status"] == "pass" and r["attempts"] > 1]
+    assert 1 <= len(retried) <= 2
+    assert all(r["attempts"] == 2 and r["rescheduled"] == 1 for r in retried)
+    assert all("rescheduled" not in r for r in records if r not in retried and
+               r["status"] == "pass")
 
 
-def test_existing_cluster_gets_the_package_shipped(tmp_path):
-    """--cluster: an address of a multi-process cluster; the workers run the uploaded vta."""
-    from dask.distributed import Client, LocalCluster
+@pytest.fixture
+def dask_processes(tmp_path):
+    """A real ``dask scheduler`` and two ``dask worker --nworkers 1`` processes on this
+    machine, sharing one scratch folder (and one temporary folder); yields
+    ``(address, scratch, tmp)``."""
+    import subprocess
+    import time
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
-                      silence_logs=40) as cluster:
-        plan = run.Plan.of("golden", [TINY], 6)
-        summary = run.regress(plan, tmp_path, cluster=cluster.scheduler_address)
-        assert summary.ok and summary.total == 6 and summary.workers == 2
-        with Client(cluster) as client:
-            files = client.run(lambda: sys.modules["vta"].__file__)
-    here = str(Path(vta.__file__).resolve().parent)
-    for path in files.values():
-        assert "/vta-" in path and not path.startswith(here), path
+    scratch, tmp = tmp_path / "scratch", tmp_path / "tmp"
+    tmp.mkdir()
+    sched_file = tmp_path / "scheduler.json"
+    env = {**os.environ, "TMPDIR": str(tmp), "OPENBLAS_NUM_THREADS": "1"}
+    dask_bin = Path(sys.executable).parent / "dask"
+    procs = [subprocess.Popen([str(dask_bin), "scheduler", "--port", "0", "--scheduler-file",
+                               str(sched_file), "--no-dashboard"], env=env, cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sched_file.exists(), "the dask scheduler did not start"
+        for _ in range(2):
+            procs.append(subprocess.Popen(
+                [str(dask_bin), "worker", "--scheduler-file", str(sched_file), "--nworkers", "1",
+                 "--nthreads", "1", "--no-dashboard", "--local-directory", str(scratch)],
+                env=env, cwd=tmp_path,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        address = json.loads(sched_file.read_text())["address"]
+        from dask.distributed import Client
+
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(2, timeout=120)
+        yield address, scratch, tmp
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def test_separate_worker_processes_get_the_package_shipped(tmp_path, dask_processes):
+    """--cluster with a real scheduler and two worker processes of one machine: every
+    --ship run passes on both workers with the uploaded vta (each unpacked on its own, so
+    the two never race), leaves no copy behind on the scheduler or in the scratch and
+    temporary folders, and a --no-ship run afterwards imports the installed package."""
+    from dask.distributed import Client
+
+    address, scratch, tmp = dask_processes
+    installed = str(Path(vta.__file__).resolve().parent)
+    runner = CliRunner()
+    for n in range(3):
+        out = tmp_path / f"ship{n}"
+        res = runner.invoke(main, ["regress", "-b", "golden", "--cluster", address, "-n", "4",
+                                   "--configs", "tiny", "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        _, records = _records(out)
+        assert len({r["worker"] for r in records}) == 2
+        packages = {r["package"] for r in records}
+        assert len(packages) == 2 and all("/vta-ship-" in p and p != installed
+                                          for p in packages), packages
+        with Client(address) as client:
+            assert client.run_on_scheduler(lambda dask_scheduler: list(
+                dask_scheduler.nanny_plugins)) == []
+            assert set(client.run(lambda: "vta" in sys.modules).values()) == {False}
+        assert list(tmp.glob("vta-ship-*")) == []
+        assert [p.name for p in scratch.iterdir() if "vta" in p.name] == []
+    out = tmp_path / "noship"
+    res = runner.invoke(main, ["regress", "-b", "golden", "--cluster", address, "-n", "4",
+                               "--configs", "tiny", "-o", str(out), "--no-ship"])
+    assert res.exit_code == 0, res.output
+    _, records = _records(out)
+    assert {r["package"] for r in records} == {installed}
 
 
 def test_ctrl_c_keeps_the_results_written(tmp_path):
@@ -553,3 +622,265 @@ def test_fault_names_are_error_codes():
     assert set(FAULTS) == {c.name for c in ErrorCode} - {"NONE", "BUS_ERROR"}
     case = generate(TINY, 0, BASE, "fault-NO_FINISH")
     assert isinstance(case, Case) and case.insns[-1].opcode != Opcode.FINISH
+
+
+# ------------------------------------------------------------------ issue 23: timing, records
+def test_timing_is_drawn_from_the_seed():
+    from vta.regress import timing
+
+    draws = [timing.timing_of(s) for s in range(300)]
+    assert timing.timing_of(7) == draws[7] and draws[7] != draws[8]
+    classes = {d["class"] for d in draws}
+    assert len(classes) == 9  # every latency class with every stall class
+    for d in draws:
+        lat, stall = d["class"].split("/")
+        lo, hi = timing.LATENCY_CLASSES[lat.removesuffix("-latency")]
+        assert all(lo <= x <= hi for x in d["latency"])
+        lo, hi = timing.STALL_CLASSES[stall.removesuffix("-stall")]
+        assert lo <= round(d["stall"] * 256) <= hi and d["outstanding"] in (1, 2, 4, 8)
+    plan = run.Plan.of("verilator", [TINY], 3, timing="random")
+    assert [j.timing for j in plan.jobs()] == draws[:3]
+    assert plan.timing_ranges == timing.RANGES
+    assert all(j.timing is None for j in run.Plan.of("verilator", [TINY], 2).jobs())
+    with pytest.raises(run.RegressError, match="not golden"):
+        run.Plan.of("golden", [TINY], 3, timing="random")
+    with pytest.raises(run.RegressError, match="only with fixed timing"):
+        run.Plan.of("icarus", [TINY], 3, timing="random", options={"stall": 0.1})
+
+
+def _verilator_or_skip():
+    from vta.hdltools.build import SimulatorError, simulator_version
+
+    try:
+        simulator_version("verilator")
+    except SimulatorError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.sim
+def test_dram_timing_changes_between_programs_without_a_restart():
+    """set_timing: the same program under the same timing takes the same cycles (the
+    stall generator restarts from the timing's seed), longer latency and stalls take more,
+    and the result never changes."""
+    _verilator_or_skip()
+    from vta.regress.worker import apply_timing
+
+    session = Session("verilator", TINY)
+    try:
+        case = generate(TINY, 3, session.base, "normal")
+        fast = {"latency": [0, 0], "stall": 0.0, "reorder": False, "outstanding": 8, "seed": 5}
+        slow = {"latency": [40, 30], "stall": 0.3, "reorder": True, "outstanding": 1,
+                "seed": 9}
+        cycles = []
+        for timing in (fast, slow, fast, slow):
+            apply_timing(session, timing)
+            _, dut, mismatch = session.check(case)
+            assert mismatch is None
+            cycles.append(dut.cycles)
+        assert cycles[0] == cycles[2] and cycles[1] == cycles[3]
+        assert cycles[1] > 1.3 * cycles[0]  # measured: 1,756 against 1,050
+        # a run that faults leaves DRAM requests in flight: the next timing waits for them
+        for kind in ("fault-BAD_OPCODE", "fault-DRAM_RANGE", "normal"):
+            apply_timing(session, slow)
+            ref, dut, mismatch = session.check(generate(TINY, 1, session.base, kind))
+            assert mismatch is None and ref.code == dut.code
+            apply_timing(session, fast)
+        _, dut, mismatch = session.check(case)
+        assert mismatch is None and dut.cycles == cycles[0]
+    finally:
+        session.close()
+
+
+def test_records_carry_what_reproduces_them(tmp_path, monkeypatch):
+    """Provenance in the plan; every failure a repro command that repeats it alone; the
+    JUnit XML and the HTML report of the run."""
+    import xml.etree.ElementTree as ET
+
+    monkeypatch.setitem(run.REFERENCES, "golden", MaxImmOffByOne)
+    out = tmp_path / "r"
+    res = CliRunner().invoke(main, ["regress", "-b", "golden", "-n", "6", "--configs", "tiny",
+                                    "-w", "1", "-o", str(out), "--kind", "normal",
+                                    "--shrink", "0"])
+    assert res.exit_code == 3, res.output
+    header, records = _records(out)
+    prov = header["provenance"]
+    assert prov["vta"] == vta.__version__ and prov["hdl"] and prov["testbench"]
+    assert prov["commit"] is None or len(prov["commit"]) == 40
+    failed = [r for r in records if r["status"] == "fail"]
+    assert failed and all(r["signature"] == "memory/out ALU.MAX.imm" for r in failed)
+    cmd = failed[0]["repro"]["regress"].split()
+    assert cmd[:3] == ["vta", "regress", "-b"] and f"{failed[0]['seed']}" in cmd
+    again = CliRunner().invoke(main, cmd[1:])
+    assert again.exit_code == 3, again.output
+    _, rerun = _records(Path(cmd[cmd.index("-o") + 1]))
+    assert [(r["seed"], r["signature"]) for r in rerun] == [(failed[0]["seed"],
+                                                             failed[0]["signature"])]
+    suites = ET.parse(out / "junit.xml").getroot()
+    cases = suites.findall(".//testcase")
+    assert len(cases) == len(records)
+    fails = suites.findall(".//failure")
+    assert len(fails) == len(failed) and {f.get("message") for f in fails} == {
+        "memory/out ALU.MAX.imm"}
+    page = (out / "report.html").read_text()
+    assert "memory/out ALU.MAX.imm" in page and "data:image/png;base64" in page
+
+
+# ------------------------------------------------------------------ issue 23: triage
+def test_signatures_name_the_first_divergence():
+    session = Session("golden", TINY, reference=FaultOneLater)
+    try:
+        case = generate(TINY, 0, session.base, "fault-STORE_PAD")
+        ref, dut, mismatch = session.check(case)
+        # where the (patched) golden model says it faulted: the no-op after the STORE
+        assert dut.error["index"] + 1 == ref.error["index"]
+        assert case.insns[dut.error["index"]].opcode == Opcode.STORE
+        assert triage.signature(case, ref, dut, mismatch) == \
+            "fault STORE_PAD/STORE_PAD at store NOP (where)"
+    finally:
+        session.close()
+    session = Session("golden", TINY, reference=CountsOneMoreGemm)
+    try:
+        case = generate(TINY, 0, session.base, "normal")
+        ref, dut, mismatch = session.check(case)
+        assert triage.signature(case, ref, dut, mismatch) == "counter gemm_uops"
+    finally:
+        session.close()
+
+
+def test_failures_grouped_known_and_new(tmp_path, monkeypatch):
+    """Failures by signature with counts; --previous marks them seen before, --known makes
+    a run with only known failures pass; --max-failures stops early and --resume finishes."""
+    monkeypatch.setitem(run.REFERENCES, "golden", MaxImmOffByOne)
+    runner = CliRunner()
+    first = tmp_path / "a"
+    args = ["regress", "-b", "golden", "--configs", "tiny", "-w", "1", "--kind", "normal",
+            "--shrink", "0"]
+    res = runner.invoke(main, [*args, "-n", "8", "-o", str(first), "--max-failures", "2"])
+    assert res.exit_code == 3, res.output
+    summary = json.loads((first / "summary.json").read_text())
+    assert summary["stopped"].startswith("--max-failures 2 reached")
+    assert summary["total"] < 8 and "stopped early" in res.output
+    (group,) = summary["signatures"]
+    assert group["signature"] == "memory/out ALU.MAX.imm" and group["count"] == 2
+    assert group["new"] is None
+    res = runner.invoke(main, ["regress", "--resume", str(first / "results.jsonl"), "-w", "1",
+                               "--shrink", "0"])
+    _, records = _records(first)
+    assert sorted(r["seed"] for r in records) == list(range(8))
+    second = tmp_path / "b"
+    known = tmp_path / "known.txt"
+    known.write_text("# signature<TAB>note\nmemory/out ALU.MAX.imm\tMAX imm + 1 (planted)\n")
+    res = runner.invoke(main, [*args, "-n", "4", "-o", str(second), "--previous",
+                               str(first / "results.jsonl"), "--known", str(known)])
+    assert res.exit_code == 0, res.output  # every failure is known
+    (group,) = json.loads((second / "summary.json").read_text())["signatures"]
+    assert group["new"] is False and group["known"] == "MAX imm + 1 (planted)"
+    assert "failing programs have known signatures" in " ".join(res.output.split())
+    res = runner.invoke(main, [*args, "-n", "2", "-o", str(tmp_path / "c"), "--max-time", "0"])
+    summary = json.loads((tmp_path / "c" / "summary.json").read_text())
+    assert summary["stopped"] == "--max-time 0 s reached" and summary["total"] == 1
+
+
+def test_shrinker_cuts_ranges_from_both_ends():
+    from vta.regress.shrink import _range_candidates
+
+    store = MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=10, dram_base=100,
+                    y_size=1, x_size=8, x_stride=8)
+    cands = list(_range_candidates(store))
+    assert {"x_size": 4, "x_stride": 4, "sram_base": 14, "dram_base": 104} in cands
+    assert {"x_size": 1, "x_stride": 1, "sram_base": 17, "dram_base": 107} in cands
+    rows = MemInsn(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0, dram_base=0,
+                   y_size=4, x_size=2, x_stride=5)
+    assert {"y_size": 1, "sram_base": 6, "dram_base": 15} in list(_range_candidates(rows))
+
+
+def test_director_turns_to_the_kind_that_hits_the_open_bins():
+    summary = run.Summary(run.Plan.of("golden", [TINY], 200), coverage=coverage.Coverage(
+        "golden"))
+    director = run.Director(summary)
+    job = run.Plan.of("golden", [TINY], 1, seed=0).jobs()[0]
+    assert director.choose(job).kind == kind_of_seed(0)  # the first period: the schedule
+    everything = [b for b in coverage.GOLDEN_BINS if b != "load:pad-15"]
+    for seed in range(len(schedule())):
+        kind = kind_of_seed(seed)
+        hit = everything + (["load:pad-15"] if kind == "edge" and seed % 3 == 0 else [])
+        record = {"config": "tiny", "seed": seed, "kind": kind, "status": "pass",
+                  "coverage": hit}
+        summary.add(record, new=True)
+        director.observe(record)
+    summary.config_coverage["tiny"].counts["load:pad-15"] = 0  # pretend it is still open
+    chosen = [director.choose(run.Plan.of("golden", [TINY], 1, seed=s).jobs()[0]).kind
+              for s in range(100, 140)]
+    assert chosen.count("edge") >= 30, chosen
+
+
+def test_rtl_coverage_files_are_read_and_merged(tmp_path):
+    from vta.regress import rtlcov
+
+    def point(kind, page, line, comment, count, spans=""):
+        s = f"\x01S\x02{spans}" if spans else ""
+        return (f"C '\x01f\x02/x/hdl/vta_alu.v\x01l\x02{line}\x01n\x021\x01t\x02{kind}"
+                f"\x01page\x02v_{kind}/{page}\x01o\x02{comment}{s}\x01h\x02vta_tb.dut.alu' "
+                f"{count}\n")
+
+    dat = tmp_path / "a.dat"
+    dat.write_text("# SystemC::Coverage-3\n" + point("line", "vta_alu__L4", 10, "block", 3,
+                                                     "10-12")
+                   + point("line", "vta_alu__L4", 20, "block", 0, "20-21")
+                   + point("branch", "vta_alu__L4", 30, "if", 0)
+                   + point("toggle", "vta_alu__L4", 5, "x[0]:0->1", 1)
+                   + point("toggle", "vta_alu__L4", 5, "x[0]:1->0", 0))
+    counts = rtlcov.read_dat(dat)
+    cov = rtlcov.RtlCoverage("h", sources=["a"])
+    cov.add(counts)
+    m = cov.per_module()["vta_alu"]
+    assert m["line"] == [1, 3] and m["toggle"] == [1, 2]
+    assert m["uncovered_lines"] == ["vta_alu.v:20-21", "vta_alu.v:30"]
+    other = rtlcov.RtlCoverage("h", {k: 1 for k in counts}, ["b"])
+    cov.merge(other)  # another worker's or run's counts: every point hit now
+    assert cov.per_module()["vta_alu"]["uncovered_lines"] == [] and cov.sources == ["a", "b"]
+    cov.save(tmp_path / "c.json")
+    assert rtlcov.RtlCoverage.load(tmp_path / "c.json").counts == cov.counts
+    with pytest.raises(ValueError, match="another design"):
+        cov.merge(rtlcov.RtlCoverage("other"))
+
+
+@pytest.mark.sim
+def test_verilator_rtl_coverage_and_timing_per_program(tmp_path):
+    """--rtl-coverage on Verilator (tiny): per-module line and toggle coverage of hdl/
+    merged from both workers, every program under its own recorded DRAM timing."""
+    _verilator_or_skip()
+    out = tmp_path / "r"
+    res = CliRunner().invoke(main, ["regress", "-n", "12", "--configs", "tiny", "-w", "2",
+                                    "-o", str(out), "--rtl-coverage"])
+    assert res.exit_code == 0, res.output
+    header, records = _records(out)
+    assert header["timing"] == "random" and header["options"] == {"coverage": True}
+    assert header["provenance"]["simulator"].startswith("verilator")
+    assert [r["timing"] for r in sorted(records, key=lambda r: r["seed"])] == [
+        run.timing_of(s) for s in range(12)]
+    summary = json.loads((out / "summary.json").read_text())
+    modules = summary["rtl_coverage"]["modules"]
+    assert {"vta_top", "vta_alu", "vta_compute", "vta_load", "vta_store", "vta_fetch"} <= \
+        set(modules)
+    assert not any(m.startswith("vta_dram") or m == "vta_tb" for m in modules)
+    line, toggle = summary["rtl_coverage"]["totals"]["line"], \
+        summary["rtl_coverage"]["totals"]["toggle"]
+    assert 0.5 * line[1] < line[0] < line[1] and 0.3 * toggle[1] < toggle[0] < toggle[1]
+    assert "vta_top" in res.output and "uncovered lines" in res.output
+    # a second run, then both merged: every point's count is the sum of the two runs'
+    more = tmp_path / "more"
+    res = CliRunner().invoke(main, ["regress", "-n", "3", "--seed", "50", "--configs", "tiny",
+                                    "-w", "1", "-o", str(more), "--rtl-coverage"])
+    assert res.exit_code == 0, res.output
+    merged = tmp_path / "merged"
+    res = CliRunner().invoke(main, ["regress", "--report", str(out / "results.jsonl"),
+                                    "--report", str(more / "results.jsonl"), "-o", str(merged)])
+    assert res.exit_code == 0, res.output
+    from vta.regress.rtlcov import RtlCoverage
+
+    a, b = (RtlCoverage.load(d / "rtl-coverage.json").counts for d in (out, more))
+    total = RtlCoverage.load(merged / "rtl-coverage.json").counts
+    assert set(total) == set(a) | set(b)
+    assert all(total[k] == a.get(k, 0) + b.get(k, 0) for k in total)
+    assert (merged / "junit.xml").read_text().count("<testcase ") == 15

@@ -35,7 +35,13 @@ watchdog       cycles without any retire, dispatch or DRAM beat after which a
 timeout        seconds any request other than a run may take (default 120)
 mem_size       device memory bytes, a power of two (default 64 MiB Verilator,
                16 MiB Icarus); part of the build key
+coverage       ``True`` (Verilator): a build with line and toggle coverage of the
+               design (``hdl/``; a separate build); :meth:`RTLTransport.write_coverage`
+               writes the counts gathered so far
 ============== ===================================================================
+
+Between runs, :meth:`RTLTransport.set_timing` changes the DRAM model's latency, stall
+probability, response order and outstanding requests without restarting the simulator.
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ from ..errors import DeviceError, DeviceTimeoutError
 SIMULATORS = ("verilator", "icarus")
 #: Options of :func:`vta.open_device` this backend takes (see the table above).
 OPTIONS = frozenset({"waves", "trace", "latency", "stall", "seed", "watchdog", "timeout",
-                     "mem_size", "reorder", "outstanding", "bus_error"})
+                     "mem_size", "reorder", "outstanding", "bus_error", "coverage"})
 DEFAULT_MEM_SIZE = {"verilator": 1 << 26, "icarus": 1 << 24}
 DEFAULT_WATCHDOG = 1_000_000
 DEFAULT_TIMEOUT = 120.0
@@ -86,6 +92,8 @@ log = logging.getLogger(__name__)
 TB_PORTS = ("clk", "rst", "irq", "cmd_*", "bd_req", "bd_op", "bd_word", "bd_count", "bd_ack",
             "trace_en", "wd_limit", "wd_clear", "wd_fire", "cycle", "idle_cycles",
             "last_fetch", "load_*", "compute_*", "store_*", "dram_*")
+#: Settings of the DRAM model (vta_dram) the harness changes between runs (set_timing).
+DRAM_KNOBS = ("rlat", "wlat", "stall", "reorder", "outstanding", "rnd")
 
 
 #: Session folders name their owner process in this file; a folder whose owner is gone
@@ -139,9 +147,35 @@ def _tb_sources() -> list[Path]:
                                           "vta_tb.v")]
 
 
+#: The testbench's own files, left out of coverage (``coverage=True``): only hdl/ is measured.
+_COVERAGE_CONFIG = "".join(f'coverage_off -file "*/{name}"\n' for name in (
+    "vta_dram.v", "vta_axil_master.v", "vta_monitor.v", "vta_tb.v"))
+
+
+def _coverage_args() -> list[str]:
+    """Verilator options of a coverage build: line and toggle coverage of hdl/ only."""
+    import hashlib
+
+    from ..hdltools.build import cache_root
+
+    text = "`verilator_config\n" + _COVERAGE_CONFIG
+    # named by its contents, so that the build key (which has the path) follows them
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    vlt = cache_root() / "sim" / f"coverage-off-{digest}.vlt"
+    if not vlt.is_file():
+        vlt.parent.mkdir(parents=True, exist_ok=True)
+        tmp = vlt.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(vlt)
+    return ["--coverage-line", "--coverage-toggle", str(vlt)]
+
+
 def build_testbench(backend: str, cfg: Config, *, mem_size: int | None = None,
-                    waves: bool = False, force: bool = False):
-    """Build (or reuse) ``vta_tb`` for ``backend`` and ``cfg``; returns a :class:`Build`."""
+                    waves: bool = False, force: bool = False, coverage: bool = False):
+    """Build (or reuse) ``vta_tb`` for ``backend`` and ``cfg``; returns a :class:`Build`.
+
+    ``coverage`` (Verilator): with line and toggle coverage of the design.
+    """
     from ..hdltools import build as simbuild
     from ..hdltools import hdlgen
 
@@ -158,10 +192,15 @@ def build_testbench(backend: str, cfg: Config, *, mem_size: int | None = None,
         # One compilation unit: the wheel's verilated.mk cannot build split
         # sources with a precompiled header.
         args += ["--output-split", "0"]
+        if coverage:
+            args += _coverage_args()
+    elif coverage:
+        raise ValueError("coverage needs the verilator backend (Icarus has no coverage)")
     sources = [*hdlgen.hdl_sources(), *_tb_sources()]
     return simbuild.build(backend, "vta_tb", sources, parameters=params,
                           includes=[hdlgen.header_dir(cfg)], build_args=args, waves=waves,
-                          force=force, public_modules=[f"vta_tb:{p}" for p in TB_PORTS],
+                          force=force, public_modules=[*(f"vta_tb:{p}" for p in TB_PORTS),
+                                          *(f"vta_dram:{v}" for v in DRAM_KNOBS)],
                           cpp_sources=[simbuild.sim_dir() / "vta_fast_clock.cpp"],
                           main_init="vta_fast_top = top.get();", fast=True)
 
@@ -184,7 +223,7 @@ class RTLTransport(Transport):
                  stall: float = 0.0, seed: int = 1, watchdog: int = DEFAULT_WATCHDOG,
                  timeout: float = DEFAULT_TIMEOUT, mem_size: int | None = None,
                  simulator: str | None = None, reorder: bool = False, outstanding: int = 8,
-                 bus_error: tuple[int, int] | None = None):
+                 bus_error: tuple[int, int] | None = None, coverage: bool = False):
         from ..hdltools import build as simbuild
 
         simulator = backend if simulator is None else simulator
@@ -203,6 +242,7 @@ class RTLTransport(Transport):
             raise ValueError(f"outstanding must be in 1..8, not {outstanding!r}")
         self.name = backend
         self.cfg = cfg
+        self.coverage = bool(coverage)
         self.watchdog = int(watchdog)
         self.timeout = float(timeout)
         self.mem_size = DEFAULT_MEM_SIZE[simulator] if mem_size is None else int(mem_size)
@@ -278,7 +318,8 @@ class RTLTransport(Transport):
     # ------------------------------------------------------------ testbench hooks
     def build_testbench(self, waves: bool):
         """Build (or reuse) the testbench this transport simulates."""
-        return build_testbench(self.simulator, self.cfg, mem_size=self.mem_size, waves=waves)
+        return build_testbench(self.simulator, self.cfg, mem_size=self.mem_size, waves=waves,
+                               coverage=self.coverage)
 
     def harness_dirs(self) -> list[Path]:
         """Folders the harness module and what it imports live in."""
@@ -566,6 +607,40 @@ class RTLTransport(Transport):
         if self.trace_path is not None:
             vtrace.append_trace(self.trace_path, self.last_trace)
 
+    def set_timing(self, *, latency: int | tuple[int, int] | None = None,
+                   stall: float | None = None, reorder: bool | None = None,
+                   outstanding: int | None = None, seed: int | None = None) -> None:
+        """Change the DRAM model's timing for the following runs (the options of the same
+        names); ``seed`` restarts its stall and reordering generator."""
+        req: dict[str, Any] = {"op": "timing"}
+        if latency is not None:
+            rlat, wlat = (latency, latency) if isinstance(latency, int) else tuple(latency)
+            if min(rlat, wlat) < 0:
+                raise ValueError(f"latency must be non-negative, not {latency!r}")
+            req["rlat"], req["wlat"] = int(rlat), int(wlat)
+        if stall is not None:
+            if not 0.0 <= stall <= 1.0:
+                raise ValueError(f"stall must be a probability in 0..1, not {stall!r}")
+            req["stall"] = round(stall * 256) if stall < 1 else 256
+        if reorder is not None:
+            req["reorder"] = int(bool(reorder))
+        if outstanding is not None:
+            if not 1 <= outstanding <= 8:
+                raise ValueError(f"outstanding must be in 1..8, not {outstanding!r}")
+            req["outstanding"] = int(outstanding)
+        if seed is not None:
+            req["seed"] = int(seed)
+        self._call(req)
+
+    def write_coverage(self, path: str | Path, *, zero: bool = True) -> bool:
+        """Write the line and toggle counts gathered since the start (or the last ``zero``)
+        to ``path`` in Verilator's ``coverage.dat`` format; ``zero`` restarts the counts.
+        False (nothing written) unless the session was opened with ``coverage=True``."""
+        if not self.coverage:
+            return False
+        reply, _ = self._call({"op": "coverage", "path": str(path), "zero": bool(zero)})
+        return bool(reply.get("written"))
+
     def info(self) -> dict[str, Any]:
         """Testbench state: cycle, DRAM beat counts and protocol errors."""
         reply, _ = self._call({"op": "info"})
@@ -588,6 +663,9 @@ class RTLTransport(Transport):
         if self._sock is not None:
             self._sock.close()
         _LIVE.discard(self)
+        if self.waves_file is not None and not self.waves_file.exists():
+            log.warning("the %s simulator wrote no waveform to %s; last lines of its log:\n%s",
+                        self.name, self.waves_file, self._log_tail(10))
         if not self.keep_workdir:  # a crashed simulator's log was saved (_save_log)
             shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from .common import Differ, echo_json, friendly, load_config
+from .common import Differ, echo_json, friendly, load_config, output_option
 
 
 @click.group("aws")
@@ -32,9 +32,9 @@ def aws_cmd() -> None:
 @aws_cmd.command()
 @click.option("--shell", type=click.Choice(["f1", "f2"]), default="f2", show_default=True,
               help="the AWS shell to build for")
-@click.option("--hdk", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              envvar="AWS_FPGA_REPO_DIR", required=True,
-              help="an aws-fpga checkout (master for F1, f2 for F2) [$AWS_FPGA_REPO_DIR]")
+@output_option("--hdk", folder=True, exists=True, envvar="AWS_FPGA_REPO_DIR", required=True,
+               help="an aws-fpga checkout (master for F1, f2 for F2), written into "
+                    "[$AWS_FPGA_REPO_DIR]")
 @click.option("--config", "-c", "config", default="aws", show_default=True,
               help="VTA configuration: a preset or a vta_config.json path")
 @click.option("--cl-name", default="cl_vta", show_default=True, help="custom-logic name")

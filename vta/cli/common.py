@@ -23,6 +23,7 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -101,6 +102,62 @@ config_option = click.option(
 
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="print one JSON document instead of text (for scripts)")
+
+
+class OutputPath(click.Path):
+    """A path a command writes: a file, or (``folder=True``) a folder the command creates.
+
+    The one rule of every output option of every command, checked when the
+    command line is parsed, before any work: the folder the output goes into must
+    exist and be writable (a command creates at most the folder it is given, never
+    the folders above it), and an existing output must be of the right kind.  A
+    violation is a usage error (exit 2) naming the option and the folder.
+    ``exists``: the folder must exist already (a checkout the command writes into).
+    """
+
+    def __init__(self, folder: bool = False, exists: bool = False):
+        super().__init__(exists=exists, file_okay=not folder, dir_okay=folder, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Path:
+        path = super().convert(value, param, ctx)  # an existing path of the wrong kind fails
+        parent = path.parent
+        if parent.exists() and not parent.is_dir():
+            self.fail(f"{parent} is not a folder", param, ctx)
+        if not parent.exists():
+            self.fail(f"folder {parent} does not exist (create it first: mkdir -p {parent})",
+                      param, ctx)
+        target = path if path.exists() else parent
+        if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
+            self.fail(f"{'folder ' if target.is_dir() else ''}{target} is not writable", param,
+                      ctx)
+        return path
+
+
+@contextlib.contextmanager
+def farm_progress(label: str, quiet: bool) -> Iterator[tuple[Any, Any]]:
+    """The progress bar of a run on a Dask cluster (``vta regress``, ``vta tune``) on stderr:
+    done / total, a status, elapsed and remaining time.  Yields (the bar, its task)."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = [TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn()]
+    with Progress(*columns, console=Console(stderr=True), disable=quiet,
+                  transient=False) as bar:
+        yield bar, bar.add_task(label, total=None, status="starting the cluster")
+
+
+def output_option(*names: str, folder: bool = False, exists: bool = False, **kwargs: Any):
+    """A click option whose value is an :class:`OutputPath`."""
+    return click.option(*names, type=OutputPath(folder=folder, exists=exists), **kwargs)
 
 
 def echo_json(data: Any) -> None:
@@ -219,6 +276,19 @@ def setup_logging(verbose: int = 0) -> None:
         logger.addHandler(_ClickHandler())
     logger.setLevel(logging.DEBUG if verbose > 0 else logging.INFO)
     logger.propagate = False
+
+
+def opening(backend: str) -> str:
+    """What a spinner says while ``backend`` opens: a simulated one may be built first (how
+    long that takes depends on the simulator, :data:`vta.hdltools.build.BUILD_TIME`)."""
+    from ..hdltools.build import BUILD_TIME
+
+    simulator = {"icarus": "icarus", "verilator": "verilator", "f1-sim": "verilator",
+                 "f2-sim": "verilator"}.get(backend)
+    if simulator is None:
+        return f"opening the {backend} device..."
+    return (f"opening the {backend} device (a first run for this configuration builds the "
+            f"{simulator} simulation: {BUILD_TIME[simulator]})...")
 
 
 def open_device_cli(backend: str, cfg: Config, options: dict[str, Any]):

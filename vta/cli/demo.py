@@ -24,6 +24,8 @@ from .common import (
     json_option,
     load_config,
     open_device_cli,
+    opening,
+    output_option,
     sim_options,
     stats_rows,
     working,
@@ -87,12 +89,13 @@ def _size(nbytes: int) -> str:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="seed of the data (and of the DRAM stalls, with --stall)")
 @click.option("--dump", is_flag=True, help="print the instruction stream (disassembly)")
-@click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="write the per-instruction trace of every run to this file")
-@click.option("--waves", "waves_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="RTL: write a waveform of the session to this file")
-@click.option("--capture", type=click.Path(file_okay=False, path_type=Path),
-              help="record every run as a program file in this folder (`vta run` replays it)")
+@output_option("--trace", "trace_file", metavar="FILE",
+               help="write the per-instruction trace of every run to this file")
+@output_option("--waves", "waves_file", metavar="FILE",
+               help="RTL: write a waveform of the session to this file")
+@output_option("--capture", folder=True, metavar="DIR",
+               help="record every run as a program file in this folder (created; `vta run` "
+                    "replays it)")
 @sim_options(seed=False)
 @json_option
 @friendly
@@ -134,9 +137,7 @@ def demo(config: str, backend: str, workload: str | None, images: int,
         options["capture"] = capture
     console = Console(stderr=as_json, soft_wrap=True)
     start = time.perf_counter()
-    hint = (" (the first run builds the simulator: about a minute)"
-            if backend not in ("golden", "f1", "f2") else "")
-    with working(f"opening the {backend} device{hint}...", as_json):
+    with working(opening(backend), as_json):
         dev = open_device_cli(backend, cfg, options)
     with dev:
         opened = time.perf_counter()

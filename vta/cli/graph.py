@@ -20,6 +20,8 @@ from .common import (
     json_option,
     load_config,
     open_device_cli,
+    opening,
+    output_option,
     sim_options,
 )
 
@@ -48,13 +50,14 @@ def graph_cmd() -> None:
 @backend_option("golden")
 @click.option("--cpu", "cpu_nodes", multiple=True, metavar="NODE",
               help="keep this node on the CPU (repeatable)")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
-              help="write the outputs to this .npz file")
+@output_option("--output", "-o", metavar="FILE",
+               help="write the outputs to this .npz file")
 @click.option("--ort/--no-ort", "use_ort", default=None,
               help="compare with onnxruntime (default: when it is installed)")
-@click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="write the per-instruction trace of the inference to this file")
-@click.option("--tuning-log", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@output_option("--trace", "trace_file", metavar="FILE",
+               help="write the per-instruction trace of the inference to this file")
+@click.option("--tuning-log", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None,
               help="plan layers from this tuning log (`vta tune`; default: "
               "$VTA_TUNING_LOG or ~/.cache/vta/tuning.jsonl when it exists)")
 @sim_options()
@@ -77,8 +80,6 @@ def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
     from ..tune import log
 
     cfg = load_config(config)
-    if tuning_log is not None and not tuning_log.is_file():
-        raise click.BadParameter(f"{tuning_log}: no such file", param_hint="--tuning-log")
     options = device_options(backend, trace=trace_file, **sim)
     graph = load_onnx(model)
     feeds = {}
@@ -97,7 +98,7 @@ def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
     if use_ort is None:
         use_ort = judge.onnxruntime_available()
     console = Console(stderr=as_json, soft_wrap=True)
-    with console.status(f"opening the {backend} device..."):
+    with console.status(opening(backend)):
         dev = open_device_cli(backend, cfg, options)
     with dev, Executor(graph, dev, cpu_nodes=cpu_nodes) as ex, \
             (log.use(tuning_log) if tuning_log is not None else contextlib.nullcontext()):
@@ -150,8 +151,8 @@ def _first_output(outputs: dict) -> np.ndarray:
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--calib", required=True, type=click.Path(dir_okay=False, path_type=Path),
               metavar="X.npy", help="calibration inputs (float32, batch first)")
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="write the quantized model here")
+@output_option("--output", "-o", required=True, metavar="FILE",
+               help="write the quantized model here")
 @click.option("--per-channel", is_flag=True, help="one weight scale per output channel")
 @click.option("--scheme", type=click.Choice(["fixed", "pow2"]), default="fixed",
               show_default=True,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from .. import isa
 from .common import (
     Differ,
     backend_option,
@@ -18,6 +19,8 @@ from .common import (
     json_option,
     load_config,
     open_device_cli,
+    opening,
+    output_option,
     sim_options,
     stats_rows,
     working,
@@ -50,9 +53,7 @@ def _options_for(prog, backend: str, sim: dict, **extra) -> dict:
 
 
 def _open(backend: str, cfg, options: dict, quiet: bool):
-    hint = " (a first run for this configuration builds the simulator: about a minute)" \
-        if backend != "golden" else ""
-    with working(f"opening the {backend} device{hint}...", quiet):
+    with working(opening(backend), quiet):
         return open_device_cli(backend, cfg, options)
 
 
@@ -66,12 +67,12 @@ def _running(prog, backend: str, quiet: bool):
 @click.command()
 @program_argument
 @backend_option("verilator")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="write each output region to DIR/NAME.bin")
-@click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="write the per-instruction trace to this file (`vta trace` shows more)")
-@click.option("--waves", "waves_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="RTL: write a waveform of the run to this file (`vta waves` shows more)")
+@output_option("--out", "out_dir", folder=True, metavar="DIR",
+               help="write each output region to DIR/NAME.bin (DIR is created)")
+@output_option("--trace", "trace_file", metavar="FILE",
+               help="write the per-instruction trace to this file (`vta trace` shows more)")
+@output_option("--waves", "waves_file", metavar="FILE",
+               help="RTL: write a waveform of the run to this file (`vta waves` shows more)")
 @sim_options()
 @json_option
 @friendly
@@ -96,7 +97,7 @@ def run(program: Path, backend: str, out_dir: Path | None, trace_file: Path | No
     prog = load_program(program)
     options = _options_for(prog, backend, sim, trace=trace_file, waves=waves_file)
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir.mkdir(exist_ok=True)
     start = time.perf_counter()
     dev = _open(backend, prog.cfg, options, as_json)
     with dev:
@@ -173,10 +174,10 @@ def _trace_outputs(fn):
                      help="show only this engine (repeatable)"),
         click.option("--range", "index_range", callback=_range, metavar="FIRST:LAST",
                      help="show only instructions FIRST..LAST (e.g. 10:20, :5, 40:)"),
-        click.option("--perfetto", type=click.Path(dir_okay=False, path_type=Path),
-                     help="write a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev)"),
-        click.option("--png", type=click.Path(dir_okay=False, path_type=Path),
-                     help="write a PNG timeline of the three engines (needs matplotlib)"),
+        output_option("--perfetto", metavar="FILE",
+                      help="write a Chrome/Perfetto trace (JSON; open in ui.perfetto.dev)"),
+        output_option("--png", metavar="FILE",
+                      help="write a PNG timeline of the three engines (needs matplotlib)"),
         json_option,
     ]
     for option in reversed(options):
@@ -259,8 +260,8 @@ def trace() -> None:
 @trace.command("run")
 @program_argument
 @backend_option("verilator")
-@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="also save the trace (text, one line per instruction) to this file")
+@output_option("--out", "out_file", metavar="FILE",
+               help="also save the trace (text, one line per instruction) to this file")
 @sim_options()
 @_trace_outputs
 @friendly
@@ -328,8 +329,8 @@ def trace_show(files, config: str, engines, index_range, perfetto, png, as_json:
     for path in files:
         try:
             records = vtrace.read_trace(path)
-        except ValueError as exc:
-            raise click.ClickException(f"{path}: {exc}") from None
+        except ValueError as exc:  # it names the file and line
+            raise click.ClickException(str(exc)) from None
         _show_steps(records, f"{path}: {len(records)} instructions", engines, index_range,
                     perfetto, png, as_json, {"file": str(path)}, cfg)
 
@@ -393,18 +394,21 @@ def diff(program: Path, backend: str, reference: str, as_json: bool, **sim) -> N
 
     Compares what both expose -- device memory, the tokens left in the queues,
     the counters, how the run ended -- first for the whole program, then for
-    prefixes ending after each STORE (bisected), and names the first STORE after
-    which memory differs: region, element, lane, expected and actual values,
-    and the GEMM/ALU instructions that last wrote the OUT entry it stored.
-    Scratchpads are not observable on the RTL.
+    prefixes ending where each STORE can finish (bisected), and names the first
+    STORE after which memory differs: region, element, lane, expected and
+    actual values, and the GEMM/ALU whose result it stored (the last writing
+    that OUT entry that happens before the STORE in token order).  Scratchpads
+    are not observable on the RTL.
 
-    Exit status 0 when they agree, 3 when they differ, 1 on an error.
+    Exit status 0 when they agree and the program ran to its end, 3 when they
+    differ, 1 when they agree but the program deadlocks or faults on both (the
+    message says where) and on an error.
 
     \b
     Example:
       vta diff prog.vtaprog -b icarus
     """
-    from ..progfile import diverge
+    from ..progfile import diverge, lint
 
     if backend == reference == "golden":
         raise click.UsageError("the golden model against itself compares nothing; give "
@@ -422,15 +426,29 @@ def diff(program: Path, backend: str, reference: str, as_json: bool, **sim) -> N
                 working(f"running {program.name} on {reference} and {backend}, then "
                         "prefixes of it:", as_json):
             ref, dut = (one, other) if first is compared else (other, one)
-            found = diverge.first_divergence(prog, ref, dut)
+            result = diverge.compare(prog, ref, dut)
     seconds = time.perf_counter() - start
+    found, end = result.divergence, result.reference.error
+    deadlock = found is None and end is not None and end.startswith("DEADLOCK")
+    # where both are stuck, and why, from the token protocol
+    stuck = [f for f in lint.lint(prog) if f.check == "deadlock"] if deadlock else []
     if as_json:
         echo_json({"program": str(program), "reference": reference, "backend": backend,
                    "agree": found is None, "divergence": found.as_dict() if found else None,
-                   "seconds": seconds})
+                   "end": end, "errors": {reference: result.reference.message,
+                                          backend: result.device.message},
+                   "deadlock": [vars(f) for f in stuck], "seconds": seconds})
     elif found is None:
+        both = "; both deadlock:" if deadlock else f"; both stop with {end}:" if end else ""
         click.echo(f"{program.name}: {backend} agrees with {reference} (memory, tokens, "
-                   f"counters and the end of the run; {seconds:.1f} s)")
+                   f"counters and the end of the run; {seconds:.1f} s){both}")
+        insns = prog.insns() if stuck else []
+        for f in stuck:
+            click.echo(f"  #{f.index} ({f.engine}) {f.message}\n"
+                       f"      {isa.disassemble(insns[f.index])}")
+        if end:
+            for name, outcome in ((reference, result.reference), (backend, result.device)):
+                click.echo(f"{name}: {outcome.message}")
     else:
         click.echo(f"{program.name}: {backend} differs from {reference} ({found.runs} runs, "
                    f"{seconds:.1f} s)")
@@ -438,6 +456,12 @@ def diff(program: Path, backend: str, reference: str, as_json: bool, **sim) -> N
     if found is not None:
         raise Differ(f"{backend} and {reference} differ" + (
             f" after instruction {found.after}" if found.after is not None else ""))
+    if end:
+        what = "deadlocks" if deadlock else f"stops with {end}"
+        raise click.ClickException(
+            f"{program.name} {what} on both {reference} and {backend}, the same way: they "
+            "agree, but it never runs to its end\nhint: `vta lint PROG` checks its tokens and "
+            "fields without running it")
 
 
 # --------------------------------------------------------------------- lint
@@ -455,9 +479,10 @@ def lint_cmd(program: Path, mem_size: int | None, errors_only: bool, as_json: bo
     Token balance per queue with a deadlock proof (which instruction waits
     forever, on which queue, and why), SRAM and DRAM bounds, dependency flags
     an engine does not have, micro-op read-after-write hazards, STOREs of OUT
-    entries no GEMM/ALU wrote, SHR immediates outside -31..31, and LOADs or
-    STOREs racing with compute because no token orders them.  Each finding
-    names the instruction, engine and field.
+    entries no GEMM/ALU wrote before them, SHR immediates outside -31..31, and
+    LOADs or STOREs racing with compute because no token orders them.  "Before"
+    is token order (happens-before), not stream order.  Each finding names the
+    instruction, engine and field.
 
     Exit status 3 when there is an error (warnings alone: 0).
 
@@ -491,8 +516,8 @@ def lint_cmd(program: Path, mem_size: int | None, errors_only: bool, as_json: bo
 @program_argument
 @click.option("--backend", "-b", default="verilator", show_default=True,
               type=click.Choice(["verilator", "icarus"]), help="the simulator")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="the waveform: FILE.fst for the whole run, FILE.vcd with a window")
+@output_option("--output", "-o", required=True, metavar="FILE",
+               help="the waveform: FILE.fst for the whole run, FILE.vcd with a window")
 @click.option("--cycles", "cycle_range", callback=_range, metavar="FIRST:LAST",
               help="only these cycles (the numbers `vta trace` shows)")
 @click.option("--insns", "insn_range", callback=_range, metavar="FIRST:LAST",
@@ -540,6 +565,7 @@ def waves(program: Path, backend: str, output: Path, cycle_range, insn_range, **
             click.echo(f"{output}: the whole run, cycles {first}..{last} "
                        f"({result.stats.cycles} cycles), {output.stat().st_size:,} bytes")
             return
+        source = f"a run of {program.name} on {backend}"
         if insn_range:
             lo, hi = insn_range
             chosen = [r for r in records if (lo is None or r.index >= lo) and
@@ -549,11 +575,13 @@ def waves(program: Path, backend: str, output: Path, cycle_range, insn_range, **
                                          f"(0..{prog.insn_count - 1})", param_hint="--insns")
             a = min(r.dispatch for r in chosen)
             b = max(r.cycle for r in chosen)
+            source += (f" (instructions {min(r.index for r in chosen)}.."
+                       f"{max(r.index for r in chosen)})")
         else:
             a = first if cycle_range[0] is None else cycle_range[0]
             b = last if cycle_range[1] is None else cycle_range[1]
         try:
-            info = vwaves.window(dump, output, a, b)
+            info = vwaves.window(dump, output, a, b, source=source)
         except ImportError as exc:
             raise click.ClickException(f"{exc}\nhint: the waves extra installs it") from None
         except ValueError as exc:

@@ -11,7 +11,14 @@ import click
 
 from .. import isa
 from ..config import PRESETS
-from .common import config_option, echo_json, friendly, json_option, load_config
+from .common import (
+    config_option,
+    echo_json,
+    friendly,
+    json_option,
+    load_config,
+    output_option,
+)
 
 
 # ----------------------------------------------------------------- config
@@ -121,8 +128,8 @@ def disasm(stream: Path, config: str, start: int, count: int | None, show_hex: b
 # ------------------------------------------------------------- assembly
 @click.command()
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="where to write the binary stream, or the program file (.vtaprog)")
+@output_option("--output", "-o", required=True, metavar="FILE",
+               help="where to write the binary stream, or the program file (.vtaprog)")
 @config_option
 @friendly
 def asm(source: Path, output: Path, config: str) -> None:
@@ -147,9 +154,6 @@ def asm(source: Path, output: Path, config: str) -> None:
         raise click.ClickException(
             f"{source}: not assembly text (binary data at byte {exc.start}); "
             "`vta disasm` reads binary streams") from None
-    if not output.parent.is_dir():
-        raise click.ClickException(f"cannot write {output}: folder {output.parent} does not "
-                                   f"exist (create it first: mkdir -p {output.parent})")
     program = any(line.strip().startswith(".") for line in text.splitlines())
     cfg = load_config(config)
     if program:

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import click
 
-from .common import config_option, friendly, json_option, load_config
+from .common import (
+    config_option,
+    farm_progress,
+    friendly,
+    json_option,
+    load_config,
+    output_option,
+)
 
 EXAMPLES = """
 \b
@@ -40,9 +47,9 @@ Examples:
               "tcp://host:8786) instead of a local one")
 @click.option("--ship/--no-ship", default=True, show_default=True,
               help="with --cluster: upload this vta package to the workers")
-@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="tuning log to append to and resume from (default: the one "
-              "the planner reads, ~/.cache/vta/tuning.jsonl)")
+@output_option("--log", "log_path", metavar="FILE", default=None,
+               help="tuning log to append to and resume from (default: the one the planner "
+               "reads, ~/.cache/vta/tuning.jsonl)")
 @json_option
 @friendly
 def tune_cmd(model: str, config: str, backend: str, batch: int, layer_names: str | None,
@@ -100,24 +107,9 @@ def _model(name: str):
 
 
 def _run(layers, cfg, path, backend, candidates, workers, cluster, ship, quiet):
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     from ..tune.run import tune
 
-    console = Console(stderr=True)
-    columns = [TextColumn("[bold]tune"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn()]
-    with Progress(*columns, console=console, disable=quiet, transient=False) as bar:
-        task = bar.add_task("tune", total=None, status="starting the cluster")
-
+    with farm_progress("tune", quiet) as (bar, task):
         def on_result(record, done, total):
             status = f"{record['status']} {record.get('cycles', '')}".strip()
             bar.update(task, completed=done, total=total, status=status)

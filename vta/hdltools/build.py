@@ -3,8 +3,8 @@
 One entry point, :func:`build`, compiles a design for ``"verilator"`` or
 ``"icarus"`` into a cache directory outside the source tree, keyed by
 everything that affects the result (simulator and its version, cocotb
-version, top module, the contents of every source and include file,
-parameters, defines, options).  A second call with the same key reuses the
+version, top module, the contents of every source and of every header they
+include, parameters, defines, options).  A second call with the same key reuses the
 build without invoking the compiler.  :func:`run` then runs cocotb test
 modules against a build.
 
@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +42,9 @@ from pathlib import Path
 from ..errors import VTAError
 
 SIMULATORS = ("verilator", "icarus")
+#: How long a build from scratch takes, as the messages say (docs/simulation.md has the
+#: figures: Icarus about a second for the whole accelerator, Verilator 45 s on an idle core).
+BUILD_TIME = {"verilator": "up to about a minute", "icarus": "a few seconds"}
 TIMESCALE = ("1ns", "1ps")
 #: Seconds between the "still building" messages of a build.
 BUILD_HEARTBEAT = 15.0
@@ -211,6 +215,41 @@ def _hash_files(paths: Iterable[Path], digest: hashlib._Hash) -> None:
         digest.update(path.read_bytes())
 
 
+_INCLUDE = re.compile(rb'`include\s+"([^"]+)"')
+
+
+def included_files(sources: Sequence[Path], includes: Sequence[Path]) -> tuple[list[Path],
+                                                                               list[str]]:
+    """The headers a build of ``sources`` reads: every file an `` `include`` names, found
+    beside the file that includes it or in an ``includes`` folder, and the headers those
+    include, and so on.  Returns ``(files, missing)``: the files found (every candidate,
+    where a name is in several places), and the names found nowhere.
+
+    The build cache is keyed by these, not by whole include folders: a folder shared
+    between builds (the generated headers of a configuration) may hold headers other
+    builds add (the AWS testbench's ``vta_aws_regs.vh``), which must not make this
+    build's key change.
+    """
+    found: set[Path] = set()
+    missing: set[str] = set()
+    todo = list(sources)
+    done: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in done:
+            continue
+        done.add(path)
+        for name in _INCLUDE.findall(path.read_bytes()):
+            text = name.decode(errors="replace")
+            here = [d / text for d in (path.parent, *includes) if (d / text).is_file()]
+            if not here:
+                missing.add(text)
+            for header in here:
+                found.add(header.resolve())
+                todo.append(header.resolve())
+    return sorted(found), sorted(missing)
+
+
 def build(simulator: str, top: str, sources: Sequence[Path | str], *,
           parameters: Mapping[str, object] | None = None,
           includes: Sequence[Path | str] = (),
@@ -269,8 +308,9 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
     digest.update(main_init.encode() if simulator == "verilator" else b"")
     _hash_files(sources, digest)
     _hash_files(cpp_sources, digest)
-    for inc in includes:
-        _hash_files((p for p in inc.iterdir() if p.is_file()), digest)
+    headers, missing = included_files(sources, includes)
+    _hash_files(headers, digest)
+    digest.update(json.dumps(missing).encode())  # the build fails; a header added changes it
     key = digest.hexdigest()[:16]
     build_dir = cache_root() / "sim" / f"{top}-{simulator}-{key}"
     stamp = build_dir / ".vta-build-complete"
@@ -307,9 +347,8 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
                 main = build_dir.parent / f"{build_dir.name}-main.cpp"
                 _custom_main(runner, main, cpp_sources, main_init)
             log_path = build_dir.parent / f"{build_dir.name}.log"
-            _say("building the %s simulation of %s (once per configuration and options; "
-                 "Verilator takes about a minute); compiler output: %s", simulator, top,
-                 log_path)
+            _say("building the %s simulation of %s (once per configuration and options: %s); "
+                 "compiler output: %s", simulator, top, BUILD_TIME[simulator], log_path)
             started = time.monotonic()
             try:
                 with _heartbeat(simulator, top, None if log else log_path, started):
@@ -336,7 +375,7 @@ def build(simulator: str, top: str, sources: Sequence[Path | str], *,
 def _say(message: str, *args: object) -> None:
     """Log a build message at INFO; with no logging configured at all, on stderr.
 
-    A build takes up to a minute and a half: a program that has not set up
+    A Verilator build takes up to a minute and a half: a program that has not set up
     logging should not sit silent meanwhile (the ``vta`` command line shows the
     log; pytest captures it).
     """

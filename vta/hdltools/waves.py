@@ -35,12 +35,15 @@ def _value(value, width: int, ident: str, real: bool) -> str:
     return f"b{text} {ident}"
 
 
-def window(fst: str | Path, vcd: str | Path, first_cycle: int, last_cycle: int) -> dict:
+def window(fst: str | Path, vcd: str | Path, first_cycle: int, last_cycle: int, *,
+           source: str | None = None) -> dict:
     """Write the cycles ``first_cycle..last_cycle`` of waveform ``fst`` to ``vcd``.
 
-    Returns ``{"signals": n, "start_time": t0, "end_time": t1}`` (times in the
-    dump's timescale).  Raises ``ValueError`` when the window lies outside the
-    dump and ``ImportError`` without pywellen.
+    The VCD's header comment says what the cycles are of: ``source`` (for instance
+    ``"a run of prog.vtaprog on icarus"``), by default the FST file's name.  Returns
+    ``{"signals": n, "start_time": t0, "end_time": t1}`` (times in the dump's timescale).
+    Raises ``ValueError`` when the window lies outside the dump and ``ImportError``
+    without pywellen.
     """
     try:
         import pywellen
@@ -90,8 +93,8 @@ def window(fst: str | Path, vcd: str | Path, first_cycle: int, last_cycle: int) 
     variables = list(wave.all_vars())
     wave.stream_changes(on_change, variables)
     scale = wave.timescale
-    lines = [f"$comment cycles {first_cycle}..{last_cycle} of {Path(fst).name}, cut by vta "
-             "$end", f"$timescale {scale.factor}{scale.unit} $end"]
+    lines = [f"$comment cycles {first_cycle}..{last_cycle} of {source or Path(fst).name}, cut "
+             "by vta $end", f"$timescale {scale.factor}{scale.unit} $end"]
     lines += _scopes(variables, ids)
     lines.append("$enddefinitions $end")
     lines.append(f"#{t0}")

@@ -2,18 +2,23 @@
 
 What both a golden device and a simulated one expose after a run is device
 memory, the token-queue occupancy (the TOKENS register), the event counters and
-how the run ended (done, or which fault at which instruction).  Scratchpads are
-not observable on the RTL, so a wrong GEMM or ALU result shows up at the first
-STORE that writes it to memory.
+how the run ended (done, or which fault or deadlock at which instruction).
+Scratchpads are not observable on the RTL, so a wrong GEMM or ALU result shows
+up at the first STORE that writes it to memory.
 
-:func:`first_divergence` runs the whole program on both devices; when the
-outcomes differ it runs prefixes of the stream -- instructions ``0..k-1``
-followed by a FINISH -- ending after each STORE, and bisects for the first
-prefix whose outcome differs.  Memory changes only at STOREs, so that STORE is
-the first instruction after which memory differs (token counts are compared
-at the same points).  The report names the region, element and lane, the two
-values, the STORE's disassembly and the GEMM/ALU instructions that last wrote
-the OUT entries it stored (from the program's micro-ops, statically).
+:func:`compare` runs the whole program on both devices; when the outcomes differ
+it runs prefixes of the stream -- instructions ``0..k-1`` followed by a FINISH --
+and bisects for the first prefix whose outcome differs.  The prefixes end where
+a STORE can run to its end: after the last instruction that happens before it
+in token order (:mod:`.tokenorder`), which may come after the STORE in the
+stream.  Memory changes only at STOREs, so the STORE found is the first after
+which memory differs (token counts are compared at the same points).  The
+report names the region, element and lane, the two values, the STORE's
+disassembly and the GEMM/ALU instruction whose result the STORE read: the last
+one writing that OUT entry that happens before the STORE (from the program's
+micro-ops, statically; :func:`vta.progfile.lint.store_sources`).  When both runs
+end the same way, the comparison says how (a fault or a deadlock on both is no
+divergence, but no success either).
 
 Both devices keep their scratchpads between these runs; a program that reads
 scratchpad entries it never wrote sees the previous run's values on both.
@@ -31,8 +36,10 @@ import numpy as np
 
 from .. import isa, regs
 from ..errors import DeadlockError, ExecutionError, VTAError
-from ..isa import INSN_BYTES, GemmInsn, Opcode
+from ..isa import INSN_BYTES, GemmInsn, Opcode, dispatch_engine
+from . import tokenorder
 from .analysis import compute_uops
+from .lint import store_sources
 from .program import Program
 from .replay import place
 
@@ -43,10 +50,11 @@ _QUEUES = ("l2g", "g2l", "g2s", "s2g")
 class Outcome:
     """What a device exposes after one run."""
 
-    error: str | None  # "ExecutionError SRAM_RANGE at instruction 4 (compute)" etc.
+    error: str | None  # "SRAM_RANGE in compute at instruction 4", "DEADLOCK in ..." etc.
     memory: dict[str, bytes]  # output regions
     tokens: dict[str, int]
     counters: dict[str, int]  # the non-timing counters
+    message: str | None = None  # the device's own words for the error
 
 
 def observe(prog: Program, device: Any, count: int | None = None) -> Outcome:
@@ -54,11 +62,11 @@ def observe(prog: Program, device: Any, count: int | None = None) -> Outcome:
     run = prog if count is None else prefix(prog, count)
     buffers = place(run, device)
     try:
-        error = None
+        error = message = None
         try:
             device.run(run.insn_addr, run.insn_count)
         except (ExecutionError, DeadlockError) as exc:
-            error = _describe_error(exc)
+            error, message = _describe_error(exc), str(exc)
         counters = {k: v for k, v in device.driver.read_counters().items()
                     if k not in regs.TIMING_COUNTERS}
         word = device.driver.read_reg("TOKENS")
@@ -70,13 +78,19 @@ def observe(prog: Program, device: Any, count: int | None = None) -> Outcome:
     finally:
         for buf in buffers:
             device.free(buf)
-    return Outcome(error, memory, tokens, counters)
+    return Outcome(error, memory, tokens, counters, message)
 
 
 def _describe_error(exc: VTAError) -> str:
+    """The comparable part of a run's error: its code, the engine and the instruction (a
+    deadlock's: the first stuck engine in load, compute, store order, as the device names
+    it; which instructions a deadlock stops at does not depend on timing)."""
     if isinstance(exc, DeadlockError):
-        return "DEADLOCK"
-    return f"{exc.code.name} in {exc.module} at instruction {exc.index}"
+        module, (index, _) = next(iter(exc.stuck.items()))
+        code = "DEADLOCK"
+    else:
+        code, module, index = exc.code.name, exc.module, exc.index
+    return f"{code} in {module}" + (f" at instruction {index}" if index is not None else "")
 
 
 def prefix(prog: Program, count: int) -> Program:
@@ -118,8 +132,9 @@ class Divergence:
     expected, actual : int or str
         The reference's and the device's values.
     producers : list of (int, str)
-        GEMM/ALU instructions (index, disassembly) that last wrote the OUT
-        entry the STORE wrote there.
+        The GEMM/ALU instruction (index, disassembly) whose result the STORE
+        read there: the last writing that OUT entry that happens before the
+        STORE (none when no GEMM/ALU does).
     """
 
     after: int | None
@@ -156,22 +171,47 @@ def _first_difference(a: Outcome, b: Outcome) -> tuple[str, str] | None:
     return None
 
 
-def first_divergence(prog: Program, reference: Any, device: Any) -> Divergence | None:
-    """The first divergence of ``device`` from ``reference`` on ``prog`` (``None``: none).
+@dataclass
+class Comparison:
+    """What :func:`compare` found.
+
+    Attributes
+    ----------
+    divergence : Divergence or None
+        The first divergence, ``None`` when the devices agree.
+    reference, device : Outcome
+        How the whole program ended on each (when they agree, ``reference.error``
+        says whether both ran to the end or both stopped the same way).
+    """
+
+    divergence: Divergence | None
+    reference: Outcome
+    device: Outcome
+
+
+def compare(prog: Program, reference: Any, device: Any) -> Comparison:
+    """Run ``prog`` on ``reference`` and ``device``; find the first divergence, if any.
 
     Both devices must be freshly opened (the program keeps its addresses).
     """
-    n = prog.insn_count
     whole = (observe(prog, reference), observe(prog, device))
-    runs = 2
     found = _first_difference(*whole)
     if found is None:
-        return None
+        return Comparison(None, *whole)
+    return Comparison(_bisect(prog, reference, device, whole, found), *whole)
+
+
+def _bisect(prog: Program, reference: Any, device: Any, whole: tuple[Outcome, Outcome],
+            found: tuple[str, str]) -> Divergence:
+    """The first prefix whose outcome differs (the whole program's does: ``found``)."""
+    n = prog.insn_count
+    runs = 2
     insns = prog.insns()
-    stores = [i + 1 for i, insn in enumerate(insns)
-              if insn.opcode == Opcode.STORE and insn.x_size]
-    points = [k for k in stores if k < n]
-    # bisect over the prefixes ending after each STORE; the whole program differs
+    played = tokenorder.play(insns, [dispatch_engine(i) for i in insns])
+    # a prefix ending after everything a STORE waits for lets the STORE finish
+    points = sorted({k for i in played.order if insns[i].opcode == Opcode.STORE and
+                     insns[i].x_size and (k := played.needs(i) + 1) < n})
+    # bisect over those prefixes; the whole program differs
     lo, hi = -1, len(points)  # points[lo] agrees (-1: nothing ran), points[hi] differs (n)
     outcomes: dict[int, tuple[Outcome, Outcome, tuple | None]] = {n: (*whole, found)}
     while hi - lo > 1:
@@ -191,11 +231,11 @@ def first_divergence(prog: Program, reference: Any, device: Any) -> Divergence |
         after = k - 1 if k < n else None
         where = f"after instruction {after}: " if after is not None else "at the end of the run: "
         return Divergence(after, what, where + detail, runs=runs)
-    return _memory_divergence(prog, insns, k, a, b, detail, runs)
+    return _memory_divergence(prog, insns, played, k, a, b, detail, runs)
 
 
-def _memory_divergence(prog: Program, insns, k: int, a: Outcome, b: Outcome, name: str,
-                       runs: int) -> Divergence:
+def _memory_divergence(prog: Program, insns, played: tokenorder.TokenPlay, k: int, a: Outcome,
+                       b: Outcome, name: str, runs: int) -> Divergence:
     cfg = prog.cfg
     want = np.frombuffer(a.memory[name], dtype=np.uint8)
     got = np.frombuffer(b.memory[name], dtype=np.uint8)
@@ -204,12 +244,13 @@ def _memory_divergence(prog: Program, insns, k: int, a: Outcome, b: Outcome, nam
     region = prog.region(name)
     elem = cfg.OUT_ELEM_BYTES
     addr = region.addr + offset
-    # the last STORE up to k that wrote this byte
+    # the last STORE of the prefix that wrote this byte: of those that ran to their end
+    # in it (the store engine runs them in order), the last in the stream
     store = None
     for i in range(min(k, len(insns)) - 1, -1, -1):
         insn = insns[i]
-        if insn.opcode == Opcode.STORE and insn.x_size and _store_entry(insn, addr, elem) \
-                is not None:
+        if insn.opcode == Opcode.STORE and insn.x_size and i in played.clocks and \
+                played.needs(i) < k and _store_entry(insn, addr, elem) is not None:
             store = i
             break
     after = store if store is not None else k - 1
@@ -217,7 +258,11 @@ def _memory_divergence(prog: Program, insns, k: int, a: Outcome, b: Outcome, nam
     entry = None
     if store is not None:
         entry = _store_entry(insns[store], addr, elem)
-        producers = _producers(prog, insns, store, entry)
+        writers = store_sources(insns, compute_uops(prog), played, prog.cfg)[store]
+        offset_in = entry - insns[store].sram_base  # beyond the OUT buffer: no writer
+        writer = int(writers[offset_in]) if offset_in < len(writers) else -1
+        if writer >= 0:
+            producers = [(writer, isa.disassemble(insns[writer]))]
     text = isa.disassemble(insns[after]) if after < len(insns) else "FINISH (appended)"
     message = (f"after instruction {after} ({text}): region {name}, byte {offset} (OUT element "
                f"{offset // elem}, lane {offset % elem}): expected 0x{want[offset]:02x} "
@@ -245,22 +290,3 @@ def _store_entry(insn, addr: int, elem: int) -> int | None:
     if row >= insn.y_size or col >= insn.x_size:
         return None
     return insn.sram_base + row * insn.x_size + col
-
-
-def _producers(prog: Program, insns, store: int, entry: int) -> list[tuple[int, str]]:
-    """GEMM/ALU instructions before ``store`` whose micro-ops write ACC/OUT ``entry`` (last)."""
-    kernels = compute_uops(prog)
-    for i in range(store - 1, -1, -1):
-        insn = insns[i]
-        if insn.opcode not in (Opcode.GEMM, Opcode.ALU) or i not in kernels or (
-                insn.opcode == Opcode.GEMM and insn.reset_reg):  # a reset writes ACC, not OUT
-            continue
-        dst = np.array([u.dst_idx for _, u in kernels[i]], dtype=np.int64)
-        if not dst.size:
-            continue
-        outer = np.arange(insn.iter_out)[:, None, None] * insn.dst_factor_out
-        inner = np.arange(insn.iter_in)[None, :, None] * insn.dst_factor_in
-        if np.any(dst[None, None, :] + outer + inner == entry):
-            return [(i, isa.disassemble(insn))]
-    return []
-

@@ -28,7 +28,8 @@ check                      severity what it finds
                                     micro-ops before it (upstream's runtime forbids it:
                                     pipelined hardware may read the stale value)
 ``store-unwritten``        warning  a STORE of OUT entries no GEMM or ALU wrote before
-                                    it: upstream's fsim stores ACC there, the hardware OUT
+                                    it in token order (happens-before, not stream order):
+                                    upstream's fsim stores ACC there, the hardware OUT
 ``shift``                  warning  SHR by an immediate outside -31..31
 ========================== ======== ==================================================
 """
@@ -115,7 +116,6 @@ def lint(prog: Program, *, mem_size: int | None = None) -> list[Finding]:
     kernels = compute_uops(prog)
     out += _bounds(prog, insns, kernels, mem_size or prog.mem_size or (1 << 26))
     out += _uop_hazards(insns, kernels)
-    out += _unwritten_stores(insns, kernels, cfg)
     out += _races(insns, engines, kernels, played, cfg)
     out.sort(key=lambda f: (f.severity != "error", -1 if f.index is None else f.index))
     return out
@@ -332,30 +332,42 @@ def _uop_hazards(insns, kernels) -> list[Finding]:
     return out
 
 
-def _unwritten_stores(insns, kernels, cfg) -> list[Finding]:
-    written = np.zeros(cfg.OUT_BUFF_DEPTH, dtype=bool)
-    out = []
-    for index, insn in enumerate(insns):
-        if insn.opcode in (Opcode.GEMM, Opcode.ALU):
-            dst = touches(insn, kernels.get(index), cfg).get("writes OUT")
-            if dst is not None:
-                written[dst[dst < written.size]] = True
-        elif insn.opcode == Opcode.STORE and insn.x_size and insn.memory_type == MemId.OUT:
-            lo, hi = _mem_span(insn)
-            hi = min(hi, written.size)
-            missing = np.flatnonzero(~written[lo:hi])
-            if missing.size:
-                out.append(Finding(
-                    "warning", "store-unwritten", index, "store", "sram_base",
-                    f"stores OUT entries no GEMM or ALU wrote before it ({missing.size} of "
-                    f"{hi - lo}, first {lo + int(missing[0])}): the hardware stores OUT there, "
-                    "upstream's fsim stores ACC"))
+def _is_out_store(insn: Insn) -> bool:
+    return insn.opcode == Opcode.STORE and bool(insn.x_size) and insn.memory_type == MemId.OUT
+
+
+def store_sources(insns: list[Insn], kernels, played: TokenPlay, cfg) -> dict[int, np.ndarray]:
+    """The GEMM/ALU whose result each STORE of OUT reads, entry by entry, by happens-before.
+
+    For every STORE of OUT that runs in ``played``: an array over the OUT entries it
+    stores (from its ``sram_base`` on, within the buffer) holding the index of the
+    last GEMM/ALU writing that entry that happens before the STORE, or -1 where none
+    does.  Stream order does not decide it: a STORE may come before its writer in
+    the stream and wait for it on a token.  The compute engine runs its instructions
+    in order, so the writes a STORE sees are those of its engine's first
+    ``played.known(store, "compute")`` instructions.
+    """
+    compute = played.queues["compute"]
+    last = np.full(cfg.OUT_BUFF_DEPTH, -1, dtype=np.int64)
+    seen = 0
+    out = {}
+    for known, store in sorted((played.known(i, "compute"), i) for i in played.order
+                               if _is_out_store(insns[i])):
+        for c in compute[seen:known]:
+            if insns[c].opcode in (Opcode.GEMM, Opcode.ALU):
+                dst = touches(insns[c], kernels.get(c), cfg).get("writes OUT")
+                if dst is not None:
+                    last[dst[(dst >= 0) & (dst < last.size)]] = c
+        seen = max(seen, known)
+        lo, hi = _mem_span(insns[store])
+        out[store] = last[lo:min(hi, last.size)].copy()
     return out
 
 
 # ------------------------------------------------------------------ races
 def _races(insns, engines, kernels, played: TokenPlay, cfg) -> list[Finding]:
-    """Cross-engine scratchpad accesses no token chain orders (vector clocks)."""
+    """Cross-engine scratchpad accesses no token chain orders (vector clocks), and STOREs
+    of OUT entries no GEMM/ALU ordered before them wrote."""
     order = played.order
 
     # who touches which scratchpad entries, per engine pair that shares a buffer
@@ -368,7 +380,7 @@ def _races(insns, engines, kernels, played: TokenPlay, cfg) -> list[Finding]:
             loads.append((index, _buffer_of(insn), np.arange(lo, hi)))
         elif insn.opcode in (Opcode.GEMM, Opcode.ALU):
             computes.append((index, touches(insn, kernels.get(index), cfg)))
-        elif insn.opcode == Opcode.STORE and insn.x_size and insn.memory_type == MemId.OUT:
+        elif _is_out_store(insn):
             lo, hi = _mem_span(insn)
             stores.append((index, np.arange(lo, hi)))
     out = []
@@ -385,28 +397,50 @@ def _races(insns, engines, kernels, played: TokenPlay, cfg) -> list[Finding]:
 
     touched_by = dict(computes)
 
-    def first_race(index: int, engine: str, entries: np.ndarray, key: str, earlier: str,
-                   later: str) -> None:
-        """Report the first compute instruction racing with ``index`` on ``entries``."""
+    def racing(index: int, entries: np.ndarray, key: str) -> list[tuple[int, np.ndarray]]:
+        """The compute instructions unordered with ``index`` that ``key`` ``entries``."""
+        found = []
         for c in unordered(index):
             other = touched_by[c].get(key)
             common = np.intersect1d(other, entries) if other is not None else ()
             if len(common):
-                text = (earlier if c < index else later).format(entry=int(common[0]), c=c)
-                out.append(Finding("error", "race", index, engine, "sram_base",
-                                   f"{text}: no token orders the two\n    {c}: "
-                                   f"{disassemble(insns[c])}"))
-                return
+                found.append((c, common))
+        return found
+
+    def report_race(index: int, engine: str, found: list[tuple[int, np.ndarray]],
+                    earlier: str, later: str) -> None:
+        """Report the racing compute instruction (``found``: :func:`racing`) a token must
+        order: of those before ``index`` in the stream the last (a token after it orders
+        them all: one engine runs them in order), else the first after it."""
+        if not found:
+            return
+        before = [(c, common) for c, common in found if c < index]
+        c, common = before[-1] if before else found[0]
+        text = (earlier if before else later).format(entry=int(common[0]), c=c)
+        out.append(Finding("error", "race", index, engine, "sram_base",
+                           f"{text}: no token orders the two\n    {c}: "
+                           f"{disassemble(insns[c])}"))
 
     for index, buf, entries in loads:
-        first_race(index, "load", entries, f"reads {buf}",
-                   f"overwrites {buf} entry {{entry}} (of {entries[0]}..{entries[-1]}) that "
-                   "#{c} (compute) may still be reading",
-                   f"loads {buf} entry {{entry}} that #{{c}} (compute) may read before the load "
-                   "writes it")
+        report_race(index, "load", racing(index, entries, f"reads {buf}"),
+                    f"overwrites {buf} entry {{entry}} (of {entries[0]}..{entries[-1]}) that "
+                    "#{c} (compute) may still be reading",
+                    f"loads {buf} entry {{entry}} that #{{c}} (compute) may read before the "
+                    "load writes it")
+    sources = store_sources(insns, kernels, played, cfg)
     for index, entries in stores:
-        first_race(index, "store", entries, "writes OUT",
-                   "stores OUT entry {entry} that #{c} (compute) may not have written yet",
-                   "stores OUT entry {entry} that #{c} (compute) may overwrite before the store "
-                   "reads it")
+        found = racing(index, entries, "writes OUT")
+        report_race(index, "store", found,
+                    "stores OUT entry {entry} that #{c} (compute) may not have written yet",
+                    "stores OUT entry {entry} that #{c} (compute) may overwrite before the "
+                    "store reads it")
+        unwritten = entries[:len(sources[index])][sources[index] < 0]
+        for _, common in found:  # a race, reported above
+            unwritten = np.setdiff1d(unwritten, common)
+        if unwritten.size:
+            out.append(Finding(
+                "warning", "store-unwritten", index, "store", "sram_base",
+                f"stores OUT entries no GEMM or ALU wrote before it (in token order; "
+                f"{unwritten.size} of {entries.size}, first {int(unwritten[0])}): the hardware "
+                "stores OUT there, upstream's fsim stores ACC"))
     return out

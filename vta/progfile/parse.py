@@ -93,8 +93,9 @@ def parse(text: str, *, where: str = "<program>", base_dir: Path | None = None,
             if version < 1:
                 raise fail(lineno, f"format version must be 1..{FORMAT_VERSION}, not {version}")
         elif directive == ".config":
-            cfg = _parse_config(_strip_comment(line)[len(".config"):].strip(), base_dir,
-                                lambda msg, n=lineno: fail(n, msg))
+            value = _strip_comment(line)[len(".config"):].strip()
+            column = raw_line.find(value) + 1  # where the value starts on the line
+            cfg = _parse_config(value, column, base_dir, lambda msg, n=lineno: fail(n, msg))
         elif directive == ".mem_size":
             if len(args) != 1:
                 raise fail(lineno, "expected `.mem_size BYTES`")
@@ -170,13 +171,15 @@ def _keywords(args: list[str], allowed: tuple[str, ...], fail) -> dict[str, str]
     return out
 
 
-def _parse_config(text: str, base_dir: Path | None, fail) -> Config:
+def _parse_config(text: str, column: int, base_dir: Path | None, fail) -> Config:
+    """The configuration of a ``.config`` line: ``text`` starts at ``column`` of the line."""
     try:
         if text.startswith("{"):
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise fail(f".config JSON is not valid: {exc}") from None
+                raise fail(f".config JSON is not valid at column {column + exc.pos}: "
+                           f"{exc.msg}") from None
             if not isinstance(data, dict):
                 raise fail(".config JSON must be an object")
             return Config.from_dict(data, name=str(data.get("name", "custom")),
@@ -256,6 +259,9 @@ def _read_body(lines: list[tuple[int, str]], fail, *, code: bool) -> _Body:
             raise fail(lineno, f"an .expect section holds data lines only, not {text!r}")
         m = _INDEXED.match(text)
         stmt = m.group(1) if m else text
+        if not stmt:
+            raise fail(lineno, f"{text!r} has no instruction or micro-op after its index (is "
+                               "the file cut short?)")
         if stmt.split()[0].upper() == "UOP":
             body.insns.append((body.cursor, lineno, stmt))
             body.put(bytes(UOP_BYTES))
@@ -316,7 +322,10 @@ def _build(cfg: Config, pending: list[_Pending], run, mem_size, notes, fail) -> 
 
 def _address(text: str, regions: dict[str, Region], fail) -> int:
     if text.startswith("@"):
-        name, sign, off = re.fullmatch(r"@([^+-]+)(?:([+-])(.+))?", text).groups()
+        m = re.fullmatch(r"@([^+-]+)(?:([+-])(.+))?", text)
+        if m is None:
+            raise fail(f"expected @REGION or @REGION+BYTES, not {text!r}")
+        name, sign, off = m.groups()
         if name not in regions:
             raise fail(f"unknown region {name!r} in {text!r}")
         delta = _int(off, "offset", fail) if off else 0
@@ -326,38 +335,43 @@ def _address(text: str, regions: dict[str, Region], fail) -> int:
 
 def _assemble(stmt: str, lineno: int, cfg: Config, regions: dict[str, Region], fail) -> bytes:
     where = f"line {lineno}"
-    try:
-        if stmt.split()[0].upper() == "UOP":
-            return isa.encode_uop(isa.assemble_uop(stmt, where=where), cfg)
-        tokens = stmt.split()
-        symbol = None
-        for i, tok in enumerate(tokens):
-            if tok.startswith("dram_base=@"):
-                symbol = _SYMBOL.match(tok)
-                if symbol is None:
-                    raise fail(lineno, f"expected dram_base=@REGION or @REGION+ELEMENTS, not "
-                                       f"{tok!r}")
-                tokens[i] = "dram_base=0"
-        insn = isa.assemble(" ".join(tokens), where=where)
-        if symbol is not None:
-            name, sign, off = symbol.groups()
-            if name not in regions:
-                raise fail(lineno, f"dram_base names region {name!r}, which is not defined")
-            elem = elem_bytes(cfg, getattr(insn, "memory_type", -1))
-            if elem is None:
-                raise fail(lineno, "dram_base=@REGION needs a LOAD or STORE of a defined memory "
-                                   "type")
-            r = regions[name]
-            if r.addr % elem:
-                raise fail(lineno, f"region {name} at 0x{r.addr:x} is not aligned to the "
-                                   f"{elem}-byte {MemId(insn.memory_type).name} element")
-            delta = int(off, 0) if off else 0
-            insn.dram_base = r.addr // elem + (-delta if sign == "-" else delta)
-        return isa.encode(insn, cfg)
-    except AssemblyError as exc:
-        raise fail(lineno, str(exc).removeprefix(f"{where}: ")) from None
-    except EncodingError as exc:  # a field value that does not fit
-        raise fail(lineno, str(exc)) from None
+
+    def isa_call(call, *args, **kwargs):
+        """``call`` of :mod:`vta.isa`, its errors located once (isa's name the line only)."""
+        try:
+            return call(*args, **kwargs)
+        except AssemblyError as exc:
+            raise fail(lineno, str(exc).removeprefix(f"{where}: ")) from None
+        except EncodingError as exc:  # a field value that does not fit
+            raise fail(lineno, str(exc)) from None
+
+    if stmt.split()[0].upper() == "UOP":
+        return isa_call(isa.encode_uop, isa_call(isa.assemble_uop, stmt, where=where), cfg)
+    tokens = stmt.split()
+    symbol = None
+    for i, tok in enumerate(tokens):
+        if tok.startswith("dram_base=@"):
+            symbol = _SYMBOL.match(tok)
+            if symbol is None:
+                raise fail(lineno, f"expected dram_base=@REGION or @REGION+ELEMENTS, not "
+                                   f"{tok!r}")
+            tokens[i] = "dram_base=0"
+    insn = isa_call(isa.assemble, " ".join(tokens), where=where)
+    if symbol is not None:
+        name, sign, off = symbol.groups()
+        if name not in regions:
+            raise fail(lineno, f"dram_base names region {name!r}, which is not defined")
+        elem = elem_bytes(cfg, getattr(insn, "memory_type", -1))
+        if elem is None:
+            raise fail(lineno, "dram_base=@REGION needs a LOAD or STORE of a defined memory "
+                               "type")
+        r = regions[name]
+        if r.addr % elem:
+            raise fail(lineno, f"region {name} at 0x{r.addr:x} is not aligned to the "
+                               f"{elem}-byte {MemId(insn.memory_type).name} element")
+        delta = int(off, 0) if off else 0
+        insn.dram_base = r.addr // elem + (-delta if sign == "-" else delta)
+    return isa_call(isa.encode, insn, cfg)
 
 
 def _derive_roles(prog: Program, regions: list[Region]) -> None:

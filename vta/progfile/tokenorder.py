@@ -88,6 +88,11 @@ class TokenPlay:
         """How many of ``engine``'s instructions happen before ``index`` (or are it)."""
         return self.clocks[index][_ENGINE_INDEX[engine]]
 
+    def needs(self, index: int) -> int:
+        """The greatest instruction index that happens before ``index`` (or is it): a prefix
+        of the stream ending there runs ``index`` to its end."""
+        return max(self.queues[e][k - 1] for e in ENGINES if (k := self.known(index, e)))
+
 
 def play(insns: list[Insn], engines: list[str]) -> TokenPlay:
     """Play the token protocol of ``insns`` (``engines``: each one's engine).

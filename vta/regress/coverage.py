@@ -200,17 +200,25 @@ def backpressure_bins(monitor: Iterable[str], engines: Sequence[str]) -> set[str
 
 
 class Coverage:
-    """Programs per bin over a run, for one backend's set of bins."""
+    """Programs per bin over a run, for one backend's set of bins; ``closed_at``: the
+    number of programs after which every bin had been hit (None while holes remain)."""
 
     def __init__(self, backend: str):
         self.backend = backend
         self.bins = bins_for(backend)
         self.counts: Counter[str] = Counter()
         self.programs = 0
+        self.closed_at: int | None = None
+        self._open = set(self.bins)
 
     def add(self, hit: Iterable[str]) -> None:
         self.programs += 1
-        self.counts.update(b for b in hit if b in self.bins)
+        hit = [b for b in hit if b in self.bins]
+        self.counts.update(hit)
+        if self._open:
+            self._open.difference_update(hit)
+            if not self._open:
+                self.closed_at = self.programs
 
     @property
     def holes(self) -> list[str]:
@@ -219,7 +227,8 @@ class Coverage:
     def as_dict(self) -> dict:
         return {"backend": self.backend, "programs": self.programs,
                 "bins": {b: self.counts[b] for b in self.bins}, "holes": self.holes,
-                "covered": len(self.bins) - len(self.holes), "total": len(self.bins)}
+                "covered": len(self.bins) - len(self.holes), "total": len(self.bins),
+                "closed_at": self.closed_at}
 
     def report(self) -> str:
         """A text report: one line per bin group, then the holes."""
@@ -236,5 +245,72 @@ class Coverage:
         if self.holes:
             lines.append("holes: " + ", ".join(self.holes))
         else:
-            lines.append("holes: none")
+            lines.append(f"holes: none (every bin hit after {self.closed_at} programs)")
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ cross coverage
+#: The instruction classes of the opcode cross (the ``insn:`` bins without the prefix).
+OPCODES: tuple[str, ...] = tuple(b.removeprefix("insn:") for b in GOLDEN_BINS
+                                 if b.startswith("insn:"))
+#: DRAM timing classes (vta.regress.timing); a run with fixed timing has the one class "fixed".
+LATENCY_CLASSES = ("short", "medium", "long")
+STALL_CLASSES = ("none", "low", "high")
+
+
+def timing_class(record: dict) -> tuple[str, str]:
+    """(latency class, stall class) of a result record; ("fixed", "fixed") without timing."""
+    timing = record.get("timing")
+    if not timing:
+        return ("fixed", "fixed")
+    lat, _, stall = timing["class"].partition("/")
+    return (lat.removesuffix("-latency"), stall.removesuffix("-stall"))
+
+
+class Cross:
+    """Cross coverage of a run: opcode x configuration x DRAM latency class x stall class,
+    and ALU op x operand kind (immediate or tensor) x configuration; counts programs per
+    cross bin.  ``timing`` is False for runs without random timing (one class, ``fixed``)."""
+
+    def __init__(self, configs: Sequence[str], timing: bool):
+        lat = LATENCY_CLASSES if timing else ("fixed",)
+        stall = STALL_CLASSES if timing else ("fixed",)
+        self.configs = list(configs)
+        self.universe: dict[str, tuple[str, ...]] = {
+            "opcode x config x latency x stall": tuple(
+                f"{op} | {c} | {la} | {st}" for op in OPCODES for c in configs
+                for la in lat for st in stall),
+            "alu op x operand x config": tuple(
+                f"{op.name} | {how} | {c}" for op in AluOp for how in ("imm", "tensor")
+                for c in configs),
+        }
+        self.counts: Counter[str] = Counter()
+
+    def add(self, record: dict) -> None:
+        config = record["config"]
+        lat, stall = timing_class(record)
+        for b in record.get("coverage", ()):
+            group, _, name = b.partition(":")
+            if group == "insn":
+                self.counts[f"{name} | {config} | {lat} | {stall}"] += 1
+            elif group == "alu":
+                op, _, how = name.partition(".")
+                self.counts[f"{op} | {how} | {config}"] += 1
+
+    def holes(self, cross: str) -> list[str]:
+        return [b for b in self.universe[cross] if not self.counts[b]]
+
+    def as_dict(self) -> dict:
+        return {name: {"covered": len(bins) - len(self.holes(name)), "total": len(bins),
+                       "holes": self.holes(name), "bins": {b: self.counts[b] for b in bins}}
+                for name, bins in self.universe.items()}
+
+    def report(self) -> str:
+        lines = []
+        for name, bins in self.universe.items():
+            holes = self.holes(name)
+            lines.append(f"cross {name}: {len(bins) - len(holes)}/{len(bins)} bins hit"
+                         + (f"; holes: {', '.join(holes[:12])}"
+                            + (f" (+{len(holes) - 12} more)" if len(holes) > 12 else "")
+                            if holes else ""))
         return "\n".join(lines)

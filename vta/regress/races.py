@@ -92,6 +92,28 @@ def undefined_reads(case: Case, limit: int = 10) -> list[tuple[int, str]]:
     return found
 
 
+def out_writes(case: Case) -> list[tuple[int, set[int]]]:
+    """``(instruction, OUT entries)`` of every GEMM/ALU writing OUT."""
+    return [(index, entries) for index, res, write, entries in
+            _accesses(case, case.placed()) if res == "OUT" and write]
+
+
+def last_writer(case: Case, reader: int, resource: str, entry: int) -> int | None:
+    """The instruction whose write of ``resource`` ``entry`` instruction ``reader`` sees:
+    of the writes ordered before ``reader`` by tokens (or program order), the last one
+    in its engine's order (in a race-free case every conflicting write is ordered)."""
+    analysis = _analyse(case)
+    if analysis is None:
+        return None
+    played, access = analysis
+    last = None
+    for index, res, write, entries in access:
+        if (res == resource and write and index != reader and entry in entries
+                and played.before(index, reader) and (last is None or index > last)):
+            last = index
+    return last
+
+
 def _analyse(case: Case):
     insns = case.placed()
     engines = [dispatch_engine(i) for i in insns]

@@ -3,7 +3,8 @@
 :func:`shrink` takes a :class:`~vta.regress.generator.Case` that fails and a
 predicate saying whether a candidate still fails *the same way* (same
 :attr:`~vta.regress.check.Mismatch.signature`; :func:`same_failure` builds it
-from a session).  Candidates whose engines race, or that read a scratchpad
+from a session; it runs every candidate from zeroed scratchpads).  Candidates
+whose engines race, or that read a scratchpad
 entry nothing in the candidate wrote (:mod:`vta.regress.races`), are never
 kept: their result would depend on a backend's timing or on what ran before,
 and the shrunk program must replay the same on a freshly opened device.
@@ -19,7 +20,11 @@ Passes, repeated until none makes progress or the budget is spent:
 3. **micro-ops** (ddmin): drop micro-ops from UOP LOADs, shifting the
    GEMM/ALU ranges that use them;
 4. **fields** (one at a time): loop extents to 1, then halved; loop factors,
-   pads and immediates to 0; LOAD/STORE sizes to 1, strides to the row size;
+   pads and immediates to 0; LOAD/STORE rows and columns to one, the back or
+   the front half dropped (the front by moving the base addresses), strides
+   to the row size; a micro-op LOAD's pads dropped; a one-entry STORE moved
+   onto the first entry a GEMM/ALU writes; a GEMM/ALU loop cut to its last
+   iteration (its micro-ops moved along);
 5. **data**: zero the bytes no LOAD reads, then 1 KiB chunks (ddmin).
 """
 
@@ -51,13 +56,20 @@ class _BudgetSpentError(Exception):
     """The time or test budget ran out."""
 
 
-def same_failure(session, mismatch) -> Callable[[Case], bool]:
-    """A predicate: does a candidate fail on ``session`` with ``mismatch``'s signature?"""
+def same_failure(session, mismatch, fine: str | None = None) -> Callable[[Case], bool]:
+    """A predicate: does a candidate, run from zeroed scratchpads, fail on ``session`` with
+    ``mismatch``'s signature (and, given ``fine``, with that
+    :func:`vta.regress.triage.signature`)?"""
+    from .triage import signature
+
     target = mismatch.signature
 
     def fails(case: Case) -> bool:
-        _, _, found = session.check(case)
-        return found is not None and found.signature == target
+        session.scrub()  # from zeroed scratchpads, whatever the last candidate left
+        ref, dut, found = session.check(case)
+        if found is None or found.signature != target:
+            return False
+        return fine is None or signature(case, ref, dut, found) == fine
 
     return fails
 
@@ -92,8 +104,14 @@ def shrink(case: Case, fails: Callable[[Case], bool], *, budget: float = 120.0,
     return ShrinkResult(best, stats)
 
 
+_PADS = ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")
+#: Fields that place a range rather than size it: moving one is not shrinking.
+_PLACES = frozenset({"sram_base", "dram_base", "uop_bgn", "uop_end"})
+
+
 def _size(case: Case) -> tuple[int, int, int, int]:
-    fields_sum = sum(sum(v for k, v in i.fields().items() if k not in DEP_FLAGS and v > 0)
+    fields_sum = sum(sum(v for k, v in i.fields().items()
+                         if k not in DEP_FLAGS and k not in _PLACES and v > 0)
                      for i in case.insns)
     return (case.insn_count, _uops(case), fields_sum, _nonzero(case.data))
 
@@ -189,9 +207,14 @@ class _Shrinker:
 
     def fields(self, case: Case) -> Case:
         for index in range(case.insn_count):
-            for changes in _field_candidates(case.insns[index]):
+            for changes in [*_field_candidates(case.insns[index]),
+                            *_store_targets(case, index)]:
                 trial = case.copy()
                 trial.insns[index] = trial.insns[index].replace(**changes)
+                if self.test(trial):
+                    case = trial
+            for loop in ("iter_in", "iter_out"):
+                trial = _last_iteration(case, index, loop)
                 if self.test(trial):
                     case = trial
         return case
@@ -314,21 +337,91 @@ def _field_candidates(insn) -> Iterable[dict[str, int]]:
                   "wgt_factor_out", "wgt_factor_in", "imm", "use_imm", "reset_reg"):
             if getattr(insn, f, 0):
                 yield {f: 0}
+    elif op == Opcode.LOAD and insn.memory_type == MemId.UOP and insn.y_size == 1 and any(
+            getattr(insn, f) for f in _PADS):
+        # the pads off a micro-op LOAD, its micro-ops staying at the same entries
+        first = insn.sram_base + insn.y_pad_0 * (insn.x_pad_0 + insn.x_size + insn.x_pad_1) \
+            + insn.x_pad_0
+        yield {**dict.fromkeys(_PADS, 0), "sram_base": first}
     elif op in (Opcode.LOAD, Opcode.STORE) and insn.x_size and insn.memory_type != MemId.UOP:
-        for f in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1"):
+        for f in _PADS:
             if getattr(insn, f):
                 yield {f: 0}
-        if insn.y_size > 1:
-            yield {"y_size": 1}
-        if insn.x_size > 1:
-            yield {"x_size": 1, "x_stride": max(1, min(insn.x_stride, 1))}
-            yield {"x_size": insn.x_size // 2}
-            if insn.y_size == 1 and not (insn.x_pad_0 or insn.y_pad_0):
-                # drop the row's first element instead of its last
-                yield {"x_size": insn.x_size - 1, "x_stride": insn.x_size - 1,
-                       "sram_base": insn.sram_base + 1, "dram_base": insn.dram_base + 1}
+        yield from _range_candidates(insn)
         if insn.x_stride != insn.x_size:
             yield {"x_stride": insn.x_size}
+
+
+def _range_candidates(insn) -> Iterable[dict[str, int]]:
+    """A LOAD's or STORE's rows and columns cut down: to one, the back half dropped, then
+    from the front (the range keeps its end, the base addresses move up) half of them, all
+    but the last, or the first alone."""
+    y, x = insn.y_size, insn.x_size
+    # entries of one scratchpad row (a LOAD's pads included; a STORE has none)
+    row = insn.x_pad_0 + x + insn.x_pad_1
+    if y > 1:
+        yield {"y_size": 1}
+        yield {"y_size": y - y // 2}
+        if not insn.y_pad_0:
+            for k in dict.fromkeys((y // 2, y - 1, 1)):
+                yield {"y_size": y - k, "sram_base": insn.sram_base + k * row,
+                       "dram_base": insn.dram_base + k * insn.x_stride}
+    if x > 1:
+        yield {"x_size": 1, "x_stride": max(1, min(insn.x_stride, 1))}
+        yield {"x_size": x - x // 2}
+        if y == 1 and not (insn.x_pad_0 or insn.y_pad_0):
+            for k in dict.fromkeys((x // 2, x - 1, 1)):
+                yield {"x_size": x - k, "x_stride": x - k, "sram_base": insn.sram_base + k,
+                       "dram_base": insn.dram_base + k}
+
+
+def _kernel_slot(case: Case, index: int, pos: int) -> tuple[int, int] | None:
+    """(UOP LOAD, position in its kernel) of the micro-op at buffer entry ``pos`` that the
+    GEMM/ALU ``index`` uses: the last plain one-row micro-op LOAD before it covering it."""
+    for i in range(index - 1, -1, -1):
+        load, kernel = case.insns[i], case.kernels[i]
+        if kernel is None or load.opcode != Opcode.LOAD or load.memory_type != MemId.UOP:
+            continue
+        first = load.sram_base + load.y_pad_0 * (load.x_pad_0 + load.x_size + load.x_pad_1) \
+            + load.x_pad_0
+        if load.y_size == 1 and load.x_size == len(kernel) and first <= pos < first + len(kernel):
+            return i, pos - first
+    return None
+
+
+def _last_iteration(case: Case, index: int, loop: str) -> Case | None:
+    """A GEMM/ALU nest cut to the last iteration of ``loop`` (``iter_in``/``iter_out``): one
+    iteration, its micro-ops moved by the loop's factors times the iterations dropped."""
+    insn = case.insns[index]
+    if insn.opcode not in (Opcode.GEMM, Opcode.ALU) or getattr(insn, loop) < 2:
+        return None
+    side = loop.removeprefix("iter_")
+    steps = getattr(insn, loop) - 1
+    shift = {f"{what}_idx": steps * getattr(insn, f"{what}_factor_{side}", 0)
+             for what in ("dst", "src", "wgt")}
+    out = case.copy()
+    for pos in range(insn.uop_bgn, insn.uop_end):
+        slot = _kernel_slot(case, index, pos)
+        if slot is None:
+            return None
+        i, j = slot
+        uop = out.kernels[i][j]
+        out.kernels[i][j] = type(uop)(**{k: getattr(uop, k) + v for k, v in shift.items()})
+    out.insns[index] = insn.replace(**{loop: 1})
+    return out
+
+
+def _store_targets(case: Case, index: int) -> list[dict[str, int]]:
+    """A one-entry STORE moved onto the first OUT entry each GEMM/ALU writes (so that the
+    writer's loops can shrink to their first iteration next; a move onto a write not
+    ordered before the STORE is a race or an undefined read, and rejected)."""
+    insn = case.insns[index]
+    if insn.opcode != Opcode.STORE or insn.x_size != 1 or insn.y_size != 1:
+        return []
+    from .races import out_writes
+
+    firsts = sorted({min(entries) for _, entries in out_writes(case) if entries})
+    return [{"sram_base": e} for e in firsts if e < insn.sram_base][:4]
 
 
 def _data_read(case: Case) -> list[bool]:

@@ -496,6 +496,27 @@ async def compute(dut):
     dut.g2s_full.value = 1
     await fault(GemmInsn(opcode=Opcode.FINISH, push_next_dep=1), ErrorCode.TOKEN_OVERFLOW)
     dut.g2s_full.value = 0
+
+    # the range check's cache of a micro-op range's largest fields: a UOP load into the range
+    # invalidates it, and a nest that reuses a cached range is checked with its maxima
+    # (reset GEMMs: only the destination is checked; they write ACC zeros, no OUT)
+    top, edge = cfg.UOP_BUFF_DEPTH - 1, cfg.ACC_BUFF_DEPTH - 1
+    ram.write(UOP_ADDR + 8192, encode_uop(Uop(dst_idx=1), cfg) + encode_uop(Uop(dst_idx=edge), cfg))
+
+    def load_uop(k):
+        return MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=top,
+                       dram_base=(UOP_ADDR + 8192) // 4 + k, y_size=1, x_size=1, x_stride=1)
+
+    def reset_nest(n):
+        return GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=top, uop_end=top + 1,
+                        iter_out=n, iter_in=1, dst_factor_out=1)
+
+    model.mem[UOP_ADDR + 8192 : UOP_ADDR + 8200] = np.frombuffer(
+        ram.read(UOP_ADDR + 8192, 8), dtype=np.uint8)
+    await execute([load_uop(0), reset_nest(2), load_uop(1)])  # dst 1, 2 scanned; then edge
+    await fault(reset_nest(2), ErrorCode.SRAM_RANGE)  # edge + 1: the cache must be stale
+    await execute([reset_nest(1)])  # scanned again: edge alone is in range
+    await fault(reset_nest(2), ErrorCode.SRAM_RANGE)  # the cached range: edge + 1
     # the faults wrote nothing: OUT still equals the model
     await compare("after faults")
 

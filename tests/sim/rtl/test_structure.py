@@ -12,6 +12,12 @@
   positions of the generated ``vta_isa.vh``.  pyverilog sees the design after
   the preprocessor has replaced those macros by numbers, so this one check
   reads the source text.
+* The layout of docs/shared style.md: one module per file, named after it; every
+  file opens with the same three directives and a block comment; ``vta_top`` is a
+  netlist (declarations, instances and its parameter checks: no logic of its
+  own); every FSM is in the two-process style (``state_reg`` is only ever copied
+  from ``state_next`` or reset) with a one-line comment opening each
+  ``STATE_*`` case arm.  These read the source text too.
 """
 
 from __future__ import annotations
@@ -225,3 +231,67 @@ def test_no_literal_field_positions():
                 if re.search(r"\d", rest):
                     problems.append(f"{path.name}:{lineno}: {m.group(0)}")
     assert not problems, "literal instruction-field positions:\n" + "\n".join(problems)
+
+
+def _text(path: Path) -> str:
+    """The source with its comments blanked (line numbers kept)."""
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), path.read_text(),
+                  flags=re.S)
+    return "\n".join(line.split("//", 1)[0] for line in text.splitlines())
+
+
+def test_one_module_per_file_named_after_it():
+    problems = []
+    for path in hdlgen.hdl_sources():
+        names = re.findall(r"^\s*module\s+(\w+)", _text(path), flags=re.M)
+        if names != [path.stem]:
+            problems.append(f"{path.name}: modules {names}, expected [{path.stem!r}]")
+    assert not problems, "\n".join(problems)
+
+
+PREAMBLE = ["`resetall", "`timescale 1ns / 1ps", "`default_nettype none"]
+
+
+def test_files_open_the_same_way():
+    """The three directives, then the block comment saying what the module does."""
+    problems = []
+    for path in hdlgen.hdl_sources():
+        lines = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+        if lines[:3] != PREAMBLE or not lines[3].startswith("/*"):
+            problems.append(f"{path.name}: opens with {lines[:4]}")
+        if lines[-1] != "`resetall":
+            problems.append(f"{path.name}: does not end with `resetall")
+    assert not problems, "\n".join(problems)
+
+
+def test_top_is_a_netlist(modules):
+    """vta_top holds declarations, instances and its parameter checks, no logic of its own."""
+    from pyverilog.vparser.ast import Decl, Initial, InstanceList
+
+    kinds = {type(item).__name__ for item in modules["vta_top"].items
+             if not isinstance(item, (Decl, InstanceList, Initial))}
+    assert not kinds, f"vta_top has logic of its own: {sorted(kinds)}"
+    assert not re.search(r"\bassign\b|\balways\b|\bfunction\b",
+                         _text(next(p for p in hdlgen.hdl_sources() if p.stem == "vta_top")))
+
+
+def test_state_machines_are_two_process():
+    """state_reg is copied from state_next or reset; each STATE_* arm opens with a comment."""
+    problems = []
+    for path in hdlgen.hdl_sources():
+        raw = path.read_text().splitlines()
+        code = _text(path).splitlines()
+        for n, line in enumerate(code):
+            if re.search(r"\bstate_reg\s*<=", line) and not re.search(
+                    r"\bstate_reg\s*<=\s*(state_next|STATE_IDLE)\s*;", line):
+                problems.append(f"{path.name}:{n + 1}: {line.strip()}")
+            if re.match(r"\s*STATE_\w+\s*:\s*begin\s*$", line):
+                after = raw[n + 1].strip() if n + 1 < len(raw) else ""
+                if not after.startswith("//"):
+                    problems.append(f"{path.name}:{n + 1}: case arm {line.strip()} without a "
+                                    "comment saying what it waits for")
+        if "state_reg" in "\n".join(code) and not re.search(r"localparam\s+STATE_\w+",
+                                                            "\n".join(code)):
+            problems.append(f"{path.name}: states not named by localparam STATE_*")
+    assert not problems, "FSM style:\n" + "\n".join(problems)
+
