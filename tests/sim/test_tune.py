@@ -156,12 +156,13 @@ def test_existing_cluster_runs_the_shipped_package(layers, tmp_path):
         summary = run.tune(layers[3:], TINY, tmp_path / "t.jsonl", candidates=2,
                            cluster=cluster.scheduler_address)
         assert summary.ran == 2 and summary.workers == 2
-        with Client(cluster) as client:
-            files = client.run(lambda: sys.modules["vta"].__file__)
-    here = str(Path(vta.__file__).resolve().parent)
-    assert all("/vta-" in p and not p.startswith(here) for p in files.values()), files
-    workers = {m["worker"] for m in lines(tmp_path / "t.jsonl") if m["type"] == "measure"}
-    assert workers and all(":" in w for w in workers)
+        with Client(cluster) as client:  # the copy is gone again, and no worker imports it
+            assert set(client.run(lambda: "vta" in sys.modules).values()) == {False}
+    installed = str(Path(vta.__file__).resolve().parent)
+    measured = [m for m in lines(tmp_path / "t.jsonl") if m["type"] == "measure"]
+    packages = {m["package"] for m in measured}
+    assert packages and all("/vta-ship-" in p and p != installed for p in packages), packages
+    assert all(":" in m["worker"] for m in measured)
 
 
 def test_ctrl_c_keeps_the_log_and_resumes(tmp_path):

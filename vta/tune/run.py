@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import socket
 import threading
 import time
 import uuid
@@ -37,6 +35,7 @@ from .. import ops
 from .._version import __version__
 from ..config import Config
 from ..errors import VTAError
+from ..regress.worker import PACKAGE, where
 from . import log as tuning_log
 
 __all__ = ["Layer", "Summary", "Task", "TuneError", "close_devices", "layers_of", "measure",
@@ -217,7 +216,7 @@ def measure(task: Task) -> dict[str, Any]:
     record = {"type": "measure", "signature": tuning_log.signature(cfg), "config": cfg.name,
               "op": "conv2d", "shape": list(task.shape), "tiling": task.tiling,
               "analytic": task.analytic, "backend": task.backend, "vta": __version__,
-              "worker": f"{socket.gethostname()}:{os.getpid()}"}
+              "worker": where(), "package": PACKAGE}
     start = time.perf_counter()
     try:
         dev = _device(task.backend, cfg)
