@@ -35,7 +35,8 @@ round in circles):
 6. a LOAD of the zeros area (the prologue's) reads random data instead, so that
    a value the bug needs no longer takes a second instruction to make;
 7. a GEMM/ALU uses the micro-ops of another nest or UOP LOAD of the same
-   length, so that its own UOP LOAD can go;
+   length, so that its own UOP LOAD can go; or two UOP LOADs become one, the first
+   bringing the second's micro-ops after its own (the nests using them moved along);
 8. a scratchpad entry is renamed: every micro-op field naming entry ``v`` of a
    buffer (and, for ACC, the STOREs reading OUT entry ``v``) names ``w``, an
    entry another LOAD or nest already writes, or 0, so that the LOAD writing
@@ -494,6 +495,7 @@ def _moves(case: Case) -> Iterable[Case]:
     """Candidates of the same size that may let an instruction go (module docstring)."""
     yield from _data_sources(case)
     yield from _shared_kernels(case)
+    yield from _joined_kernels(case)
     yield from _renames(case)
 
 
@@ -554,6 +556,36 @@ def _shared_kernels(case: Case) -> Iterable[Case]:
                 out = case.copy()
                 out.insns[c] = insn.replace(uop_bgn=start, uop_end=start + n)
                 yield out
+
+
+def _joined_kernels(case: Case) -> Iterable[Case]:
+    """Two UOP LOADs of one row without pads as one: the first brings the second's
+    micro-ops too, after its own, and the nests after the second that use them read them
+    there (until a UOP LOAD writes their entries again), so that the second can go."""
+    loads = [i for i, (insn, kernel) in enumerate(zip(case.insns, case.kernels, strict=True))
+             if kernel and insn.y_size == 1 and insn.x_size == len(kernel)
+             and not any(getattr(insn, p) for p in _PADS)]
+    depth, nests = case.cfg.UOP_BUFF_DEPTH, set(_nests(case))
+    for pos, a in enumerate(loads):
+        for b in loads[pos + 1:]:
+            first, second = case.insns[a], case.insns[b]
+            joined = [*case.kernels[a], *case.kernels[b]]
+            if first.sram_base + len(joined) > depth:
+                continue
+            lo, hi = second.sram_base, second.sram_base + second.x_size
+            shift = first.sram_base + first.x_size - lo
+            out = case.copy()
+            out.insns[a] = first.replace(x_size=len(joined), x_stride=len(joined))
+            out.kernels[a] = joined
+            for j in range(b + 1, len(case.insns)):
+                insn = case.insns[j]
+                if case.kernels[j] is not None and insn.sram_base < hi and \
+                        lo < insn.sram_base + insn.x_size:
+                    break  # a UOP LOAD writes them again
+                if j in nests and lo <= insn.uop_bgn and insn.uop_end <= hi:
+                    out.insns[j] = insn.replace(uop_bgn=insn.uop_bgn + shift,
+                                                uop_end=insn.uop_end + shift)
+            yield out
 
 
 def _field_buffers(insn) -> dict[str, str]:
