@@ -33,16 +33,32 @@ load engine fills one half while compute works on the other and store drains
 the previous tile.  Dependency tokens (through the runtime's dep_push /
 dep_pop) guard every reuse of a half; each stream starts by granting two free
 halves and ends by taking them back, so the token queues are balanced at
-every synchronize.
+every synchronize.  Before that, each stream loads what the compute engine
+needs throughout: every micro-op kernel it will run (one UOP LOAD, when they
+fit the micro-op buffer) and the whole bias (one ACC LOAD, kept at the top of
+ACC).  The compute engine's own LOADs share the DRAM bus with the load
+engine's weight bursts; made mid-stream they stalled compute by hundreds of
+cycles each.
 
-A GEMM's micro-op kernel enumerates (kernel position, output-channel block,
-column), the column fastest, so neighbouring micro-ops never write the same
-destination (a read-after-write hazard); its two loops run over the tile rows
-and the chunk's channel blocks (the reduction).  Each chunk runs either one
-GEMM per kernel position or one GEMM for all of them, whichever the tiling
-cost model prefers.  Matmul
-and dense are the 1x1 convolution of a one-row image whose columns are the
-rows of the left operand.
+A chunk's GEMM work has four axes: output-channel blocks ``o``, rows ``y``,
+columns ``x`` and input-channel blocks ``c``.  A GEMM's two loops run over two
+of them (:attr:`ConvPlan.loops`) and its micro-op kernel enumerates the
+others (the kernel positions of the GEMM outermost, then ``c``, ``o``, ``y``,
+``x``), so that neighbouring micro-ops never write the same destination (the
+runtime's read-after-write rule).  The RTL reads a kernel's micro-ops once
+before it runs the GEMM, so long loops over a short kernel cost least.  Each
+chunk runs one GEMM per kernel position or one GEMM for all of them
+(:attr:`ConvPlan.split_kernel`).
+
+The planner (:func:`plan_conv2d`) predicts the RTL's cycles of every tiling
+(:func:`predict_cycles`: per step, the load engine's transfers against the
+compute engine's micro-ops, plus what each instruction costs beyond them)
+and, among the plans within 3% of the best prediction, takes the one the
+golden model runs fastest; a tuning log (:mod:`vta.tune`) overrides it with
+the plan measured fastest on the RTL.  :func:`conv2d_bound` gives the
+roofline of a layer (:mod:`vta.roofline`).  Matmul and dense are the 1x1
+convolution of a one-row image whose columns are the rows of the left
+operand.
 
 Element-wise add (a residual connection) runs on the ALU alone::
 
@@ -57,9 +73,10 @@ the half while compute fills the other one.  ``emit_add`` also takes any ALU
 steps per operand and after the sum (a fixed-point add with zero points).
 
 General epilogues (:class:`Epilogue`, for :func:`emit_conv2d`): per-channel
-int32 rows loaded beside each tile (a bias, multipliers, shifts, corrections),
-``ADD`` of a row over output rectangles, then ALU steps with immediates or
-with a row as the tensor source (``MUL``, ``SHR`` per channel).
+int32 rows (a bias, multipliers, shifts, corrections; kept at the top of the
+accumulator for the whole stream when they fit, else loaded beside each
+tile), ``ADD`` of a row over output rectangles, then ALU steps with
+immediates or with a row as the tensor source (``MUL``, ``SHR`` per channel).
 
 Pooling (:func:`emit_pool2d`) runs on the ALU too: input rows loaded into the
 accumulator (``ACC_8BIT``), one ``MAX`` or ``ADD`` per window position over
@@ -69,12 +86,15 @@ the outputs whose window has that position inside the input, then ALU steps.
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from . import roofline
 from .config import Config
 from .driver.host import Buffer, RunStats
 from .isa import AluOp, MemId
@@ -87,15 +107,20 @@ from .runtime import (
     STORE_STAGE,
     CommandQueue,
 )
+from .tune import log as tuning_log
 
 __all__ = [
     "Epilogue",
     "PoolPlan",
+    "Residual",
     "add",
+    "add_bound",
     "conv2d",
+    "conv2d_bound",
     "conv2d_output_shape",
     "conv2d_packed",
     "dense",
+    "dense_bound",
     "emit_add",
     "emit_conv2d",
     "emit_pool2d",
@@ -104,14 +129,11 @@ __all__ = [
     "pack_oihw",
     "plan_conv2d",
     "plan_pool2d",
+    "pool2d_bound",
     "unpack_nchw",
 ]
 
 _LOOP_MAX = (1 << 14) - 1
-# Tiling cost model (microseconds of the golden model, measured on a 2-core EPYC):
-_INSN_COST = 40  # per instruction
-_GEMM_COST = 90  # extra per GEMM instruction
-_LANE_COST = 0.025  # per accumulated lane when one GEMM sums several kernel positions
 _IMM_MIN, _IMM_MAX = -(1 << 15), (1 << 15) - 1
 
 
@@ -270,9 +292,13 @@ def _epilogue(bias: np.ndarray | None, n_out: int, shift: int, relu: bool,
 
 
 # ---------------------------------------------------------------- tiling
+#: The axes of a chunk's GEMM work: output-channel blocks, rows, columns, input-channel blocks.
+GEMM_AXES = "oyxc"
+
+
 @dataclass(frozen=True)
 class ConvPlan:
-    """How a packed convolution is tiled (see the module docstring).
+    """How a packed convolution is tiled and scheduled (see the module docstring).
 
     Attributes
     ----------
@@ -286,9 +312,13 @@ class ConvPlan:
         blocks per reduction chunk (divides ``cb``).
     split_kernel : bool
         One GEMM per kernel position (else one GEMM per chunk whose kernel
-        enumerates every position; possible when a tile has at least three
-        output elements, so that neighbouring micro-ops never share a
-        destination).
+        enumerates every position).
+    loops : str
+        The two axes of :data:`GEMM_AXES` that a GEMM's loops run over (outer,
+        then inner); its micro-op kernel enumerates the others (kernel
+        positions outermost, then input-channel blocks, output-channel blocks,
+        rows, columns).  The RTL reads a kernel's micro-ops once before the
+        GEMM runs, so long loops over a short kernel cost least.
     """
 
     nb: int
@@ -309,6 +339,7 @@ class ConvPlan:
     tw: int
     tcb: int
     split_kernel: bool = True
+    loops: str = "yc"
 
     @property
     def tiles(self) -> int:
@@ -320,6 +351,12 @@ class ConvPlan:
     def chunks(self) -> int:
         """Reduction chunks per tile."""
         return self.cb // self.tcb
+
+    @property
+    def tiling(self) -> dict[str, Any]:
+        """The choices of this plan (what :func:`plan_conv2d` takes as ``tiling``)."""
+        return {"tob": self.tob, "th": self.th, "tw": self.tw, "tcb": self.tcb,
+                "split_kernel": self.split_kernel, "loops": self.loops}
 
 
 def _candidates(n: int) -> list[int]:
@@ -339,67 +376,272 @@ def conv2d_output_shape(h: int, w: int, kh: int, kw: int, stride: tuple[int, int
     return oh, ow
 
 
+@dataclass(frozen=True)
+class _Regions:
+    """Scratchpad areas of a convolution: two halves of INP, WGT and ACC, and the bias."""
+
+    inp_half: int
+    wgt_half: int
+    acc_half: int
+    rows_base: int | None  # where the epilogue's rows stay for the stream (None: per tile)
+    tile_rows: int  # rows each tile loads at the top of its ACC half (0: resident, or none)
+    residual: bool = False  # a folded add: its operand's tile beside the last window, W_id atop
+
+    def fits(self, tob: int, entries: int, window: int = 0) -> bool:
+        """Whether a tile of ``entries`` (``tob`` channel blocks) fits an ACC half and its
+        chunk's input ``window`` an INP half (with a folded add, beside the other operand's
+        tile)."""
+        return (entries + tob * self.tile_rows <= self.acc_half
+                and window + (entries if self.residual else 0) <= self.inp_half)
+
+    @property
+    def wgt_cap(self) -> int:
+        """Weight entries a chunk may use in a WGT half (a folded add keeps its top entry)."""
+        return self.wgt_half - (1 if self.residual else 0)
+
+
+def _regions(cfg: Config, ob: int, rows: int, residual: bool = False) -> _Regions:
+    acc = min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH)
+    resident = rows and rows * ob <= acc // 8  # every row at the top of ACC, loaded once
+    return _Regions(cfg.INP_BUFF_DEPTH // 2, cfg.WGT_BUFF_DEPTH // 2,
+                    min((acc - (rows * ob if resident else 0)) // 2, _LOOP_MAX),
+                    acc - rows * ob if resident else None, 0 if resident else rows, residual)
+
+
+def _gemm_axes(p: ConvPlan, tob: int, th: int, tw: int, tih: int,
+               tiw: int) -> dict[str, tuple[int, int, int, int]]:
+    """(extent, dst, src, wgt step) of each axis of a chunk's GEMM work."""
+    khw = p.kh * p.kw
+    return {"o": (tob, th * tw, 0, p.tcb * khw), "y": (th, tw, p.sh * tiw, 0),
+            "x": (tw, 1, p.sw, 0), "c": (p.tcb, 0, tih * tiw, khw)}
+
+
+def _kernel_ok(extent: dict[str, int], loops: str, group: int) -> bool:
+    """Whether a GEMM kernel over the axes outside ``loops`` is free of hazards.
+
+    Neighbouring micro-ops of a kernel must not write one destination
+    (:meth:`vta.runtime.CommandQueue.uop_push`).  The kernel enumerates the
+    positions of a group and the input-channel blocks (no destination step)
+    outside the output axes, so it repeats destinations only when those
+    repeat, after every run of output entries: that run needs three entries.
+    """
+    run = 1
+    for a in "oyx":
+        if a not in loops:
+            run *= extent[a]
+    repeats = group * (1 if "c" in loops else extent["c"])
+    return repeats == 1 or run >= 3
+
+
+# RTL cost model (cycles; the Verilator RTL, measured with `vta trace`): what an instruction
+# costs beyond its micro-ops or its transfer, and a micro-op LOAD that waits behind the load
+# engine's weight bursts on the shared bus (a kernel not preloaded).
+_C_INSN = 7
+_C_LOAD = 24
+_C_STORE = 36
+_C_KERNEL_LOAD = 400
+_PAIRS = ("oy", "ox", "oc", "yx", "yc", "xc")  # loop pairs, outer first
+
+
+def _loop_choices(tcb: int, tob: int, th: int, tw: int, group: int) -> list[str]:
+    """Loop pairs for a tile's GEMMs, longest loops first (in :data:`_PAIRS` order among
+    equals; the reduction ``c`` is the inner loop whenever it is a loop)."""
+    e = (tob, th, tw, tcb)
+    scored = []
+    for i, (a, b, rest) in enumerate(((0, 1, (2,)), (0, 2, (1,)), (0, 3, (1, 2)),
+                                      (1, 2, (0,)), (1, 3, (0, 2)), (2, 3, (0, 1)))):
+        if e[a] > _LOOP_MAX or e[b] > _LOOP_MAX:
+            continue
+        run = math.prod(e[r] for r in rest)
+        repeats = group * (1 if b == 3 else tcb)
+        if repeats == 1 or run >= 3:  # _kernel_ok
+            scored.append((-e[a] * e[b], i))
+    scored.sort()
+    return [_PAIRS[i] for _, i in scored]
+
+
+def _sizes(n: int, t: int) -> list[tuple[int, int]]:
+    """(size, count) of the tiles of an axis of ``n`` cut into tiles of ``t``."""
+    full, rest = divmod(n, t)
+    return ((t, full), (rest, 1)) if rest else ((t, full),)
+
+
+class _Model:
+    """The planner's RTL cost model for one layer (see :func:`predict_cycles`)."""
+
+    def __init__(self, cfg: Config, shape: tuple, rows: int, alu_steps: int = 3,
+                 residual: bool = False):
+        (self.nb, self.cb, self.h, self.w, self.ob, self.kh, self.kw, self.oh, self.ow,
+         self.sh, self.sw, self.ph, self.pw) = shape
+        self.rows, self.alu_steps = rows, alu_steps
+        self.regions = _regions(cfg, self.ob, rows, residual)
+        bus = cfg.BUS_BYTES
+        self.inp, self.wgt, self.acc, self.out = (
+            max(1.0, cfg.elem_bytes_of(m) / bus) for m in ("INP", "WGT", "ACC", "OUT"))
+        self.uop_depth = cfg.UOP_BUFF_DEPTH
+
+    def cycles(self, tob_: int, th_: int, tw_: int, tcb: int, split: bool, loops: str) -> float:
+        khw = self.kh * self.kw
+        n_gemm = khw if split else 1
+        group = 1 if split else khw
+        chunks = self.cb // tcb
+        tiles_pix = self.nb * -(-self.oh // th_) * -(-self.ow // tw_)
+        total = 0.0
+        first_load = None
+        kernel_uops = 0
+        epilogue = self.alu_steps + (1 if self.rows else 0)
+        for (tob, n_o), (th, n_h), (tw, n_w) in itertools.product(
+                _sizes(self.ob, tob_), _sizes(self.oh, th_), _sizes(self.ow, tw_)):
+            entries = tob * th * tw
+            tih, tiw = (th - 1) * self.sh + self.kh, (tw - 1) * self.sw + self.kw
+            extent = {"o": tob, "y": th, "x": tw, "c": tcb}
+            if not _kernel_ok(extent, loops, group):
+                return math.inf
+            gemm = entries * tcb * khw
+            kernel = gemm // (n_gemm * extent[loops[0]] * extent[loops[1]])
+            kernel_uops += 4 * kernel * n_gemm  # two ACC halves x two INP halves
+            c_chunk = gemm + n_gemm * (_C_INSN + kernel + 2)
+            l_inp = tcb * (_C_LOAD + max(tih * tiw,
+                                         min(tih, self.h) * min(tiw, self.w) * self.inp))
+            w_load = _C_LOAD + tob * tcb * khw * self.wgt
+            if chunks == 1:
+                w_share = w_load * min(2, tiles_pix) / tiles_pix
+            elif chunks == 2:
+                w_share = w_load / tiles_pix
+            else:
+                w_share = w_load
+            c_tile = entries + _C_INSN + epilogue * (entries + _C_INSN)
+            if self.regions.tile_rows:
+                c_tile += _C_LOAD + tob * self.regions.tile_rows * self.acc
+            if self.regions.residual:  # its GEMM and about four ALU steps
+                c_tile += 5 * (entries + _C_INSN)
+            s_tile = (1 if tw == self.ow else tob) * _C_STORE + entries * self.out
+            tile = chunks * max(c_chunk, l_inp + w_share) + c_tile
+            total += self.nb * n_o * n_h * n_w * max(tile, s_tile)
+            if first_load is None:
+                first_load = l_inp + w_load
+        if kernel_uops > self.uop_depth:  # not preloaded: micro-op loads wait mid-stream
+            preload = tiles_pix * -(-self.ob // tob_) * chunks * n_gemm * _C_KERNEL_LOAD
+        else:
+            preload = kernel_uops + (self.rows * self.ob * self.acc
+                                     if self.regions.rows_base is not None else 0)
+        return total + first_load + preload
+
+
+def predict_cycles(cfg: Config, p: ConvPlan, bias: bool | int = True, alu_steps: int = 3,
+                   residual: bool = False) -> float:
+    """Cycles the RTL should take for plan ``p`` (the planner's cost model).
+
+    Per reduction step the load engine brings the next input window (and the
+    weights, unless they are still in their half) while compute runs the
+    GEMMs; every instruction costs a few cycles beyond its micro-ops or bytes
+    and every GEMM reads its kernel once (the RTL's range check); the tile's
+    reset and ALU epilogue and the first step's loads add up; the stores
+    overlap the next tile.  ``bias``: the epilogue's per-channel rows
+    (:attr:`Epilogue.rows`; ``True`` is one); ``alu_steps`` counts its ALU steps
+    after the first row's ADD; ``residual``: a folded add (:class:`Residual`)
+    follows.  A ranking, not a promise: `vta tune` measures.
+    """
+    shape = (p.nb, p.cb, p.h, p.w, p.ob, p.kh, p.kw, p.oh, p.ow, p.sh, p.sw, p.ph, p.pw)
+    return _Model(cfg, shape, int(bias), alu_steps, residual).cycles(
+        p.tob, p.th, p.tw, p.tcb, p.split_kernel, p.loops)
+
+
+def _fits(cfg: Config, regions: _Regions, p: ConvPlan) -> bool:
+    """Whether plan ``p``'s tiles fit the scratchpad halves and its loops their fields."""
+    tih, tiw = (p.th - 1) * p.sh + p.kh, (p.tw - 1) * p.sw + p.kw
+    khw = p.kh * p.kw
+    group = 1 if p.split_kernel else khw
+    extent = {"o": p.tob, "y": p.th, "x": p.tw, "c": p.tcb}
+    kernel = group * math.prod(extent[a] for a in GEMM_AXES if a not in p.loops)
+    return (p.cb % p.tcb == 0 and p.tob * p.tcb * khw <= regions.wgt_cap
+            and regions.fits(p.tob, p.tob * p.th * p.tw, p.tcb * tih * tiw)
+            and len(p.loops) == 2 and p.loops[0] != p.loops[1]
+            and set(p.loops) <= set(GEMM_AXES)
+            and all(extent[a] <= _LOOP_MAX for a in p.loops)
+            and kernel <= cfg.UOP_BUFF_DEPTH // 2
+            and _kernel_ok(extent, p.loops, group))
+
+
+# Host cost of a plan on the golden model (microseconds: per instruction, per GEMM, per lane
+# of a GEMM whose kernel sums several of its own micro-ops into one destination -- kernel
+# positions or input-channel blocks inside the kernel, which the golden model cannot read as
+# one dot product per destination; measured on 2-core EPYC and Xeon hosts): among the plans
+# the RTL should run about as fast as the best (within _RTL_TOLERANCE), the planner takes the
+# cheapest for the golden model, the default backend.
+_HOST_INSN = 40
+_HOST_GEMM = 90
+_HOST_LANE = 0.025
+_RTL_TOLERANCE = 0.03
+
+
+def _host_cost(cfg: Config, p: ConvPlan) -> float:
+    khw = p.kh * p.kw
+    tiles = p.tiles
+    steps = tiles * p.chunks
+    tih, tiw = (p.th - 1) * p.sh + p.kh, (p.tw - 1) * p.sw + p.kw
+    n_gemm = khw if p.split_kernel else 1
+    cost = ((steps * (p.tcb + 3) + tiles * (12 + p.tob)) * _HOST_INSN
+            + steps * p.tcb * tih * tiw * 0.02 + steps * p.tob * p.tcb * khw * 0.1
+            + steps * n_gemm * (_HOST_INSN + _HOST_GEMM))
+    if p.split_kernel and ("c" in p.loops or p.tcb == 1):
+        return cost
+    lanes = steps * khw * p.tob * p.th * p.tw * p.tcb * cfg.BATCH * cfg.BLOCK_OUT
+    return cost + lanes * _HOST_LANE
+
+
 @functools.lru_cache(maxsize=256)
-def _plan(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: int,
-          sh: int, sw: int, ph: int, pw: int, rows: int) -> ConvPlan:
+def _plans(cfg: Config, nb: int, cb: int, h: int, w: int, ob: int, kh: int, kw: int,
+           sh: int, sw: int, ph: int, pw: int, rows: int,
+           residual: bool = False) -> tuple[ConvPlan, ...]:
+    """Every tiling worth considering, the planner's choice first, then by predicted cycles.
+
+    The choice: of the plans whose predicted RTL cycles (:func:`predict_cycles`)
+    are within 3% of the best, the cheapest for the golden model to run.
+    """
     oh, ow = conv2d_output_shape(h, w, kh, kw, (sh, sw), (ph, pw))
-    inp_half = cfg.INP_BUFF_DEPTH // 2
-    wgt_half = cfg.WGT_BUFF_DEPTH // 2
-    acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
-    uop_budget = cfg.UOP_BUFF_DEPTH // 2
-    best = None
+    regions = _regions(cfg, ob, rows, residual)
+    shape = (nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw)
+    model = _Model(cfg, shape, rows, residual=residual)
+    found: list[tuple] = []
     for tcb in reversed(_divisors(cb)):
-        chunks = cb // tcb
         for tob in _candidates(ob):
-            if tob * tcb * kh * kw > wgt_half:
+            if tob * tcb * kh * kw > regions.wgt_cap:
                 break
             for th in _candidates(oh):
                 tih = (th - 1) * sh + kh
-                if tcb * tih * kw > inp_half or tob * th > acc_half:
+                if tcb * tih * kw > regions.inp_half or not regions.fits(tob, tob * th):
                     break
                 for tw in _candidates(ow):
                     tiw = (tw - 1) * sw + kw
-                    if tcb * tih * tiw > inp_half:
+                    if not regions.fits(tob, tob * th * tw, tcb * tih * tiw):
                         break
-                    if tob * th * tw + tob * rows > acc_half:
-                        break
-                    if tob * tw + tob + 8 > uop_budget:
-                        break
-                    tiles = nb * -(-ob // tob) * -(-oh // th) * -(-ow // tw)
-                    steps = tiles * chunks
-                    inp_elems = steps * tcb * tih * tiw
-                    wgt_elems = steps * tob * tcb * kh * kw
-                    base = (steps * (tcb + 3) + tiles * (12 + tob)) * _INSN_COST \
-                        + inp_elems * 0.02 + wgt_elems * 0.1
-                    # split: one GEMM per kernel position, each destination once per GEMM
-                    options = [(base + steps * kh * kw * (_INSN_COST + _GEMM_COST), True)]
-                    combined_ok = kh * kw > 1 and tob * tw >= 3 and \
-                        kh * kw * tob * tw + tob + 8 <= uop_budget
-                    if combined_ok:  # one GEMM per chunk; kernel positions summed in place
-                        lanes = steps * kh * kw * tob * th * tw * cfg.BATCH * cfg.BLOCK_OUT
-                        options.append((base + steps * (_INSN_COST + _GEMM_COST)
-                                        + lanes * _LANE_COST, False))
-                    for cost, split in options:
-                        key = (cost, -tob * th * tw)
-                        if best is None or key < best[0]:
-                            best = (key, (tob, th, tw, tcb, split))
-    if best is None:
+                    for split in ((True, False) if kh * kw > 1 else (True,)):
+                        group = 1 if split else kh * kw
+                        for loops in _loop_choices(tcb, tob, th, tw, group)[:1]:
+                            extent = {"o": tob, "y": th, "x": tw, "c": tcb}
+                            kernel = group * tob * th * tw * tcb // (
+                                extent[loops[0]] * extent[loops[1]])
+                            if kernel > cfg.UOP_BUFF_DEPTH // 2:
+                                continue
+                            found.append((model.cycles(tob, th, tw, tcb, split, loops),
+                                          -tob * th * tw, len(found),
+                                          ConvPlan(*shape, tob, th, tw, tcb, split, loops)))
+    if not found:
         raise ValueError(
             f"a {kh}x{kw} convolution does not fit this configuration's scratchpads even with "
-            f"1-block tiles (INP half {inp_half}, WGT half {wgt_half}, ACC half {acc_half} "
-            f"entries, micro-op buffer {cfg.UOP_BUFF_DEPTH})")
-    tob, th, tw, tcb, split = best[1]
-    return ConvPlan(nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw, tob, th, tw, tcb, split)
+            f"1-block tiles (INP half {regions.inp_half}, WGT half {regions.wgt_half}, ACC "
+            f"half {regions.acc_half} entries, micro-op buffer {cfg.UOP_BUFF_DEPTH})")
+    found.sort(key=lambda f: f[:3])
+    limit = found[0][0] * (1 + _RTL_TOLERANCE)
+    choice = min((f for f in found if f[0] <= limit), key=lambda f: _host_cost(cfg, f[3]))
+    return (choice[3], *(f[3] for f in found if f is not choice))
 
 
-def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
-                stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
-                bias: bool | int = False) -> ConvPlan:
-    """The tiling :func:`conv2d_packed` uses for packed shapes ``data_shape`` / ``kernel_shape``.
-
-    ``bias``: the per-channel rows the epilogue keeps beside each tile
-    (:attr:`Epilogue.rows`; ``True`` is one, a bias).
-    """
+def _layer(data_shape: Sequence[int], kernel_shape: Sequence[int], stride, padding,
+           rows: bool | int, residual: bool = False) -> tuple:
+    """The checked layer key of a packed convolution: (nb, cb, h, w, ob, kh, kw, sh, sw, ph,
+    pw, rows, residual); ``rows`` as :attr:`Epilogue.rows` (a bias: 1)."""
     nb, cb, h, w = data_shape[:4]
     ob, cb2, kh, kw = kernel_shape[:4]
     if cb2 != cb:
@@ -422,19 +664,87 @@ def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[i
         raise ValueError(f"{cb} input-channel blocks x {kh}x{kw} kernel positions = "
                          f"{cb * kh * kw} weight entries per output block: LOAD strides are "
                          f"16-bit, so at most {_MAX_STRIDE}")
-    return _plan(cfg, nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, int(bias))
+    return (int(nb), int(cb), int(h), int(w), int(ob), int(kh), int(kw), sh, sw, ph, pw,
+            int(rows), bool(residual))
+
+
+def plan_conv2d(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
+                stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
+                bias: bool | int = False, tiling: dict[str, Any] | None = None,
+                residual: bool = False) -> ConvPlan:
+    """The tiling :func:`conv2d_packed` uses for packed shapes ``data_shape`` / ``kernel_shape``.
+
+    ``bias``: the per-channel rows the epilogue keeps in the accumulator
+    (:attr:`Epilogue.rows`; ``True`` is one, a bias).  ``tiling`` (the
+    :attr:`ConvPlan.tiling` of another plan) asks for given
+    choices; otherwise the active tuning log's entry for this layer is used
+    when it has one (:mod:`vta.tune`), else the best plan of the cost model
+    (:func:`predict_cycles`).  ``residual``: a folded add (:class:`Residual`)
+    follows, so each tile keeps room for its other operand.
+    """
+    shape = _layer(data_shape, kernel_shape, stride, padding, bias, residual)
+    if tiling is not None:
+        return _tiled(cfg, shape, tiling)
+    logged = tuning_log.lookup(cfg, "conv2d", shape)
+    if logged is not None:
+        try:
+            return _tiled(cfg, shape, logged)
+        except ValueError:
+            pass  # a tiling from another version of the planner: this one's own plan
+    return _plans(cfg, *shape)[0]
+
+
+def conv2d_plans(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int],
+                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
+                 bias: bool | int = False, residual: bool = False) -> tuple[ConvPlan, ...]:
+    """Every plan of the planner's search space for this layer, its choice first, then by
+    predicted cycles."""
+    return _plans(cfg, *_layer(data_shape, kernel_shape, stride, padding, bias, residual))
+
+
+def _tiled(cfg: Config, shape: tuple, tiling: dict[str, Any]) -> ConvPlan:
+    """The plan for ``shape`` with the given choices (ValueError when they do not fit)."""
+    nb, cb, h, w, ob, kh, kw, sh, sw, ph, pw, rows, residual = shape
+    oh, ow = conv2d_output_shape(h, w, kh, kw, (sh, sw), (ph, pw))
+    try:
+        plan = ConvPlan(nb, cb, h, w, ob, kh, kw, oh, ow, sh, sw, ph, pw,
+                        int(tiling["tob"]), int(tiling["th"]), int(tiling["tw"]),
+                        int(tiling["tcb"]), bool(tiling.get("split_kernel", True)),
+                        str(tiling.get("loops", "yc")))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"tiling {tiling!r} is not one of ConvPlan.tiling's form ({exc})") \
+            from None
+    if not (1 <= plan.tob <= ob and 1 <= plan.th <= oh and 1 <= plan.tw <= ow
+            and 1 <= plan.tcb <= cb and _fits(cfg, _regions(cfg, ob, rows, residual), plan)):
+        raise ValueError(f"tiling {tiling!r} does not fit this layer on {cfg.name} (tiles "
+                         "beyond the scratchpad halves, loops beyond their fields, or a "
+                         "micro-op kernel with a read-after-write hazard)")
+    return plan
 
 
 # --------------------------------------------------------------- engine
 class _Pipeline:
-    """Token bookkeeping for the two virtual threads (two halves of every scratchpad)."""
+    """Token bookkeeping for the two virtual threads (two halves of every scratchpad).
 
-    def __init__(self, q: CommandQueue):
+    ``preamble`` (optional) queues what every stream needs before its first
+    tile (the compute engine's loads of resident data); it runs at the start
+    of each stream, before the halves are granted.
+    """
+
+    def __init__(self, q: CommandQueue, preamble: Any = None, preamble_size: tuple = (0, 0)):
         self.q = q
         self.wgt_in_half: list[Any] = [None, None]
+        self.preamble = preamble
+        self.preamble_size = preamble_size
 
     def begin(self) -> None:
         q = self.q
+        if self.preamble is not None:
+            insns, uops = self.preamble_size
+            insns_left, uops_left = q.headroom()
+            if insns + 16 > insns_left or uops > uops_left:
+                q.synchronize()  # no token in flight here
+            self.preamble()
         for _ in range(2):  # two free INP/WGT halves, two free ACC/OUT halves
             q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
             q.dep_push(STORE_STAGE, COMPUTE_STAGE)
@@ -455,74 +765,103 @@ class _Pipeline:
             self.begin()
 
 
-def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: Epilogue, data_buf: Buffer,
-               wgt_buf: Buffer, rows_buf: Buffer | None, out_buf: Buffer) -> None:
-    cfg = q.cfg
-    p = plan
-    inp_half = cfg.INP_BUFF_DEPTH // 2
-    wgt_half = cfg.WGT_BUFF_DEPTH // 2
-    acc_half = min(min(cfg.ACC_BUFF_DEPTH, cfg.OUT_BUFF_DEPTH) // 2, _LOOP_MAX)
-    khw = p.kh * p.kw
-    pipe = _Pipeline(q)
-    pipe.begin()
-    step = tile = 0
+@dataclass(frozen=True)
+class _Tile:
+    """One output tile of a schedule and where it lives."""
+
+    nb: int
+    ob0: int
+    tob: int
+    oh0: int
+    th: int
+    ow0: int
+    tw: int
+    acc_base: int
+    rows_base: int | None  # row r of output-channel block ob0 + o: rows_base + r * row_stride + o
+    row_stride: int
+    step0: int  # the global index of its first reduction step
+
+    def window(self, p: ConvPlan) -> tuple[int, int]:
+        """Input rows and columns of the tile's window."""
+        return (self.th - 1) * p.sh + p.kh, (self.tw - 1) * p.sw + p.kw
+
+
+def _schedule(p: ConvPlan, regions: _Regions, rows: int) -> list[_Tile]:
+    """The output tiles in order: batch, output-channel tile, rows, columns.
+
+    A folded add's other operand comes with the last step's input window.
+    """
+    tiles = []
     for nb in range(p.nb):
         for ob0 in range(0, p.ob, p.tob):
             tob = min(p.tob, p.ob - ob0)
             for oh0 in range(0, p.oh, p.th):
-                th = min(p.th, p.oh - oh0)
-                tih = (th - 1) * p.sh + p.kh
                 for ow0 in range(0, p.ow, p.tw):
-                    tw = min(p.tw, p.ow - ow0)
-                    tiw = (tw - 1) * p.sw + p.kw
-                    split = p.split_kernel or tob * tw < 3
-                    gemm_uops = khw * tob * tw
-                    regions = _tile_regions(epi, oh0, th, ow0, tw)
-                    epi_insns = len(epi.steps) + len(regions) + 1
-                    pipe.checkpoint(p.chunks * (p.tcb + 4 + 2 * khw) + 16 + tob + epi_insns,
-                                    p.chunks * gemm_uops + (epi_insns + 1) * tob + 16)
-                    ah = tile % 2
-                    acc_base = ah * acc_half
-                    rows_base = acc_base + acc_half - tob * epi.rows
-                    # compute: wait until the store of tile - 2 has drained this ACC half
-                    q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
-                    if epi.rows:
-                        q.load_2d(rows_buf, ob0, tob, epi.rows, p.ob, 0, 0, 0, 0, rows_base,
-                                  MemId.ACC)
-                    _push_elementwise(q, ("reset", acc_base, tob * th, tw), acc_base,
-                                      tob * th, tw, MODE_GEMM)
-                    for c0 in range(0, p.cb, p.tcb):
-                        h = step % 2
-                        inp_base, wgt_base = h * inp_half, h * wgt_half
-                        # load: wait until the GEMM of step - 2 has released this half
-                        q.dep_pop(COMPUTE_STAGE, LOAD_STAGE)
-                        if pipe.wgt_in_half[h] != (ob0, c0):
-                            q.load_2d(wgt_buf, (ob0 * p.cb + c0) * khw, p.tcb * khw, tob,
-                                      p.cb * khw, 0, 0, 0, 0, wgt_base, MemId.WGT)
-                            pipe.wgt_in_half[h] = (ob0, c0)
-                        _load_window(q, p, data_buf, nb, c0, oh0, ow0, tih, tiw, inp_base)
-                        q.dep_push(LOAD_STAGE, COMPUTE_STAGE)
-                        # compute: wait for the data, accumulate, release the half
-                        q.dep_pop(LOAD_STAGE, COMPUTE_STAGE)
-                        _push_conv_gemm(q, p, split, acc_base, inp_base, wgt_base, tob, th, tw,
-                                        tih, tiw)
-                        q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
-                        step += 1
-                    _emit_epilogue(q, epi, regions, acc_base, rows_base, tob, th, tw)
-                    q.dep_push(COMPUTE_STAGE, STORE_STAGE)
-                    # store
-                    q.dep_pop(COMPUTE_STAGE, STORE_STAGE)
-                    plane = p.oh * p.ow
-                    out_elem = ((nb * p.ob + ob0) * p.oh + oh0) * p.ow + ow0
-                    if tw == p.ow and plane <= _MAX_STRIDE:
-                        q.store_2d(acc_base, MemId.OUT, out_buf, out_elem, th * tw, tob, plane)
+                    acc_base = (len(tiles) % 2) * regions.acc_half
+                    if not rows:
+                        rows_base, stride = None, 0
+                    elif regions.rows_base is not None:
+                        rows_base, stride = regions.rows_base + ob0, p.ob
                     else:
-                        for o in range(tob):
-                            q.store_2d(acc_base + o * th * tw, MemId.OUT, out_buf,
-                                       out_elem + o * plane, tw, th, p.ow)
-                    q.dep_push(STORE_STAGE, COMPUTE_STAGE)
-                    tile += 1
-    pipe.end()
+                        rows_base, stride = acc_base + regions.acc_half - tob * rows, tob
+                    tiles.append(_Tile(nb, ob0, tob, oh0, min(p.th, p.oh - oh0), ow0,
+                                       min(p.tw, p.ow - ow0), acc_base, rows_base, stride,
+                                       len(tiles) * p.chunks))
+    return tiles
+
+
+#: A micro-op kernel to push or preload: (cache key, recording function, mode, micro-ops).
+_Kernel = tuple
+
+
+def _elementwise_kernel(q: CommandQueue, base: int, rows: int, cols: int, mode: int,
+                        op: AluOp = AluOp.MIN, imm: int = 0) -> _Kernel:
+    """GEMM reset (mode GEMM) or an ALU-immediate op over ``rows * cols`` consecutive entries."""
+
+    def finit() -> None:
+        q.uop_loop_begin(rows, cols, cols, 0)
+        q.uop_loop_begin(cols, 1, 1, 0)
+        if mode == MODE_GEMM:
+            q.uop_push(MODE_GEMM, 1, base, 0, 0)
+        else:
+            q.uop_push(MODE_ALU, 0, base, base, 0, op, 1, imm)
+        q.uop_loop_end()
+        q.uop_loop_end()
+
+    key = ("reset", base, rows, cols) if mode == MODE_GEMM else \
+        ("alu", int(op), imm, base, rows, cols)
+    return key, finit, mode, 1
+
+
+def _identity_kernel(q: CommandQueue, dst: int, src: int, wgt: int, rows: int,
+                     cols: int) -> _Kernel:
+    """GEMM ``acc[dst + i] += inp[src + i] x wgt`` over ``rows * cols`` consecutive entries."""
+
+    def finit() -> None:
+        q.uop_loop_begin(rows, cols, cols, 0)
+        q.uop_loop_begin(cols, 1, 1, 0)
+        q.uop_push(MODE_GEMM, 0, dst, src, wgt)
+        q.uop_loop_end()
+        q.uop_loop_end()
+
+    return ("identity", dst, src, wgt, rows, cols), finit, MODE_GEMM, 1
+
+
+def _row_kernel(q: CommandQueue, op: AluOp, dst: int, src: int, blocks: int, block_size: int,
+                rows: int, row_size: int, cols: int) -> _Kernel:
+    """Tensor ALU op: ``rows`` x ``cols`` entries of each of ``blocks`` channel blocks (one
+    every ``block_size`` entries, rows ``row_size`` apart) with source entry ``src + block``."""
+
+    def finit() -> None:
+        q.uop_loop_begin(rows, row_size, 0, 0)
+        q.uop_loop_begin(cols, 1, 0, 0)
+        for o in range(blocks):
+            q.uop_push(MODE_ALU, 0, dst + o * block_size, src + o, 0, op, 0, 0)
+        q.uop_loop_end()
+        q.uop_loop_end()
+
+    return (("row", int(op), dst, src, blocks, block_size, rows, row_size, cols), finit,
+            MODE_ALU, blocks)
 
 
 def _tile_regions(epi: Epilogue, oh0: int, th: int, ow0: int, tw: int
@@ -537,54 +876,210 @@ def _tile_regions(epi: Epilogue, oh0: int, th: int, ow0: int, tw: int
     return out
 
 
-def _emit_epilogue(q: CommandQueue, epi: Epilogue, regions, acc_base: int, rows_base: int,
-                   tob: int, th: int, tw: int) -> None:
-    """The epilogue of one tile (``tob`` channel blocks of ``th`` x ``tw`` entries)."""
-    for row, r0, r1, c0, c1 in regions:
-        _push_row_op(q, AluOp.ADD, acc_base + r0 * tw + c0, rows_base + row * tob, tob,
-                     th * tw, r1 - r0, tw, c1 - c0)
+def _epilogue_kernels(q: CommandQueue, epi: Epilogue, t: _Tile,
+                      regions: list[tuple[int, int, int, int, int]]) -> list[_Kernel]:
+    """The epilogue of tile ``t``: its regions' row ADDs, then the steps."""
+    size = t.th * t.tw
+    out = [_row_kernel(q, AluOp.ADD, t.acc_base + r0 * t.tw + c0,
+                       t.rows_base + row * t.row_stride, t.tob, size, r1 - r0, t.tw, c1 - c0)
+           for row, r0, r1, c0, c1 in regions]
     for op, value, from_row in epi.steps:
         if from_row:
-            _push_row_op(q, op, acc_base, rows_base + value * tob, tob, th * tw, th, tw, tw)
+            out.append(_row_kernel(q, op, t.acc_base, t.rows_base + value * t.row_stride,
+                                   t.tob, size, t.th, t.tw, t.tw))
         else:
-            _push_elementwise(q, ("alu", int(op), value, acc_base, tob * th, tw), acc_base,
-                              tob * th, tw, MODE_ALU, op, value)
+            out.append(_elementwise_kernel(q, t.acc_base, t.tob * t.th, t.tw, MODE_ALU, op,
+                                           value))
+    return out
 
 
-def _push_row_op(q: CommandQueue, op: AluOp, dst: int, src: int, blocks: int, block_size: int,
-                 rows: int, row_size: int, cols: int) -> None:
-    """Tensor ALU op: ``rows`` x ``cols`` entries of each of ``blocks`` channel blocks (one
-    every ``block_size`` entries, rows ``row_size`` apart) with source entry ``src + block``."""
+def _gemm_kernels(q: CommandQueue, p: ConvPlan, t: _Tile, inp_base: int,
+                  wgt_base: int) -> list[_Kernel]:
+    """The GEMMs accumulating one chunk into tile ``t``: one per kernel position, or one.
 
-    def finit() -> None:
-        q.uop_loop_begin(rows, row_size, 0, 0)
-        q.uop_loop_begin(cols, 1, 0, 0)
-        for o in range(blocks):
-            q.uop_push(MODE_ALU, 0, dst + o * block_size, src + o, 0, op, 0, 0)
-        q.uop_loop_end()
-        q.uop_loop_end()
+    The plan's loops run over two axes of the chunk's work; the kernel
+    enumerates the others (see :class:`ConvPlan`).  An edge tile whose
+    extents make the plan's choice impossible (a kernel hazard) takes the
+    best choice that works for it.
+    """
+    tih, tiw = t.window(p)
+    axes = _gemm_axes(p, t.tob, t.th, t.tw, tih, tiw)
+    extent = {a: v[0] for a, v in axes.items()}
+    khw = p.kh * p.kw
+    split, loops = p.split_kernel, p.loops
+    if not _kernel_ok(extent, loops, 1 if split else khw):
+        choices = _loop_choices(p.tcb, t.tob, t.th, t.tw, 1 if split else khw)
+        if not choices:
+            split = True
+            choices = _loop_choices(p.tcb, t.tob, t.th, t.tw, 1)
+        loops = choices[0]
+    inner = [a for a in "coyx" if a not in loops]
+    idx = np.indices([extent[a] for a in inner]).reshape(len(inner), -1)
+    dst, src, wgt = (sum((idx[i] * axes[a][k] for i, a in enumerate(inner)),
+                         np.zeros(idx.shape[1], np.int64)) for k in (1, 2, 3))
+    positions = [(r, s) for r in range(p.kh) for s in range(p.kw)]
+    kernels = []
+    for group in ([[pos] for pos in positions] if split else [positions]):
+        offsets = tuple((r * tiw + s, r * p.kw + s) for r, s in group)
 
-    q.push_alu(("row", int(op), dst, src, blocks, block_size, rows, row_size, cols), finit)
+        def finit(offsets=offsets) -> None:
+            for a in loops:
+                q.uop_loop_begin(*axes[a])
+            for src_off, wgt_off in offsets:
+                q.uop_push_block(MODE_GEMM, 0, t.acc_base + dst, inp_base + src_off + src,
+                                 wgt_base + wgt_off + wgt)
+            for _ in loops:
+                q.uop_loop_end()
+
+        key = ("gemm", loops, tuple(axes[a] for a in "oyxc"), offsets, t.acc_base, inp_base,
+               wgt_base)
+        kernels.append((key, finit, MODE_GEMM, len(offsets) * idx.shape[1]))
+    return kernels
 
 
-def _push_elementwise(q: CommandQueue, key: tuple, base: int, rows: int, cols: int, mode: int,
-                      op: AluOp = AluOp.MIN, imm: int = 0) -> None:
-    """GEMM reset (mode GEMM) or an ALU-immediate op over ``rows * cols`` consecutive entries."""
-
-    def finit() -> None:
-        q.uop_loop_begin(rows, cols, cols, 0)
-        q.uop_loop_begin(cols, 1, 1, 0)
-        if mode == MODE_GEMM:
-            q.uop_push(MODE_GEMM, 1, base, 0, 0)
-        else:
-            q.uop_push(MODE_ALU, 0, base, base, 0, op, 1, imm)
-        q.uop_loop_end()
-        q.uop_loop_end()
-
+def _push(q: CommandQueue, kernel: _Kernel) -> None:
+    key, finit, mode, _ = kernel
     if mode == MODE_GEMM:
         q.push_gemm(key, finit)
     else:
         q.push_alu(key, finit)
+
+
+def _emit_conv(q: CommandQueue, plan: ConvPlan, epi: Epilogue, data_buf: Buffer,
+               wgt_buf: Buffer, rows_buf: Buffer | None, out_buf: Buffer,
+               residual: Residual | None = None, res_buf: Buffer | None = None,
+               id_buf: Buffer | None = None) -> None:
+    cfg = q.cfg
+    p = plan
+    regions = _regions(cfg, p.ob, epi.rows, residual is not None)
+    inp_half, wgt_half = regions.inp_half, regions.wgt_half
+    khw = p.kh * p.kw
+    tiles = _schedule(p, regions, epi.rows)
+    memo: dict[tuple, tuple] = {}
+    id_wgt = regions.wgt_half - 1  # a folded add's identity weights, atop each WGT half
+
+    def kernels_of(t: _Tile) -> tuple[_Kernel, list[list[_Kernel]], list[_Kernel],
+                                      list[_Kernel]]:
+        """(reset, the GEMMs of each step, the epilogue, the folded add's) of tile ``t``."""
+        tile_regions = _tile_regions(epi, t.oh0, t.th, t.ow0, t.tw)
+        key = (t.tob, t.th, t.tw, t.acc_base, t.rows_base, t.step0 % 2, tuple(tile_regions))
+        if key not in memo:
+            memo[key] = _tile_kernels(t, tile_regions)
+        return memo[key]
+
+    def _tile_kernels(t: _Tile, tile_regions) -> tuple[_Kernel, list[list[_Kernel]],
+                                                       list[_Kernel], list[_Kernel]]:
+        entries = (t.tob * t.th, t.tw)
+        reset = _elementwise_kernel(q, t.acc_base, *entries, MODE_GEMM)
+        steps = [_gemm_kernels(q, p, t, (s % 2) * inp_half, (s % 2) * wgt_half)
+                 for s in range(t.step0, t.step0 + p.chunks)]
+        epilogue = _epilogue_kernels(q, epi, t, tile_regions)
+        add: list[_Kernel] = []
+        if residual is not None:  # y's steps, + r x (m I) from INP, then the add's steps
+            h = (t.step0 + p.chunks - 1) % 2  # the last step's half: r after the window
+            tih, tiw = t.window(p)
+            add += [_elementwise_kernel(q, t.acc_base, *entries, MODE_ALU, op, imm)
+                    for op, imm in residual.conv_steps]
+            add.append(_identity_kernel(q, t.acc_base, h * inp_half + p.tcb * tih * tiw,
+                                        h * regions.wgt_half + id_wgt, *entries))
+            add += [_elementwise_kernel(q, t.acc_base, *entries, MODE_ALU, op, imm)
+                    for op, imm in residual.steps]
+        return reset, steps, epilogue, add
+
+    # every kernel the stream uses, preloaded once per stream (in one UOP LOAD) when they fit
+    used: dict[Any, _Kernel] = {}
+    for t in tiles:
+        reset, steps, epilogue, add = kernels_of(t)
+        for k in (reset, *(k for step in steps for k in step), *epilogue, *add):
+            used.setdefault(k[0], k)
+    n_uops = sum(k[3] for k in used.values())
+    preload = n_uops <= min(cfg.UOP_BUFF_DEPTH, q.max_uops // 2)
+    resident_rows = epi.rows and regions.rows_base is not None
+    n_conv = len(residual.conv_steps) if residual is not None else 0
+
+    def preamble() -> None:
+        if resident_rows:
+            q.load_2d(rows_buf, 0, p.ob, epi.rows, p.ob, 0, 0, 0, 0, regions.rows_base,
+                      MemId.ACC)
+        if preload:
+            for key, finit, mode, _ in used.values():
+                q.preload(key, finit, mode)
+        if residual is not None:  # the identity weights atop both WGT halves, for the stream
+            for h in range(2):
+                q.load_2d(id_buf, 0, 1, 1, 1, 0, 0, 0, 0, h * regions.wgt_half + id_wgt,
+                          MemId.WGT)
+
+    pipe = _Pipeline(q, preamble, (4, n_uops if preload else 0))
+    pipe.begin()
+    for t in tiles:
+        reset, steps, epilogue, add = kernels_of(t)
+        tih, tiw = t.window(p)
+        gemm_uops = sum(k[3] for k in steps[0])
+        epi_uops = sum(k[3] for k in epilogue) + len(add)
+        pipe.checkpoint(p.chunks * (p.tcb + 4 + 2 * len(steps[0])) + 24 + 2 * t.tob
+                        + len(epilogue) + len(add), 0 if preload else
+                        p.chunks * gemm_uops + epi_uops + 24)
+        # compute: wait until the store of tile - 2 has drained this ACC half
+        q.dep_pop(STORE_STAGE, COMPUTE_STAGE)
+        if epi.rows and not resident_rows:
+            q.load_2d(rows_buf, t.ob0, t.tob, epi.rows, p.ob, 0, 0, 0, 0, t.rows_base,
+                      MemId.ACC)
+        _push(q, reset)
+        for s, (c0, gemms) in enumerate(zip(range(0, p.cb, p.tcb), steps, strict=True)):
+            h = (t.step0 + s) % 2
+            inp_base, wgt_base = h * inp_half, h * wgt_half
+            # load: wait until the GEMM of step - 2 has released this half
+            q.dep_pop(COMPUTE_STAGE, LOAD_STAGE)
+            if pipe.wgt_in_half[h] != (t.ob0, c0):
+                q.load_2d(wgt_buf, (t.ob0 * p.cb + c0) * khw, p.tcb * khw, t.tob, p.cb * khw,
+                          0, 0, 0, 0, wgt_base, MemId.WGT)
+                pipe.wgt_in_half[h] = (t.ob0, c0)
+            _load_window(q, p, data_buf, t.nb, c0, t.oh0, t.ow0, tih, tiw, inp_base)
+            last = s == p.chunks - 1
+            if residual is not None and last:  # the other operand's tile, after the window
+                _load_residual(q, p, t, res_buf, inp_base + p.tcb * tih * tiw)
+            q.dep_push(LOAD_STAGE, COMPUTE_STAGE)
+            # compute: wait for the data, accumulate, release the half (with a folded add,
+            # the last step's half after the add's GEMM)
+            q.dep_pop(LOAD_STAGE, COMPUTE_STAGE)
+            for k in gemms:
+                _push(q, k)
+            if residual is None or not last:
+                q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
+        # epilogue
+        for k in epilogue:
+            _push(q, k)
+        if residual is not None:  # y's steps, + r x (m I), release the half, the add's steps
+            for k in add[:n_conv + 1]:
+                _push(q, k)
+            q.dep_push(COMPUTE_STAGE, LOAD_STAGE)
+            for k in add[n_conv + 1:]:
+                _push(q, k)
+        q.dep_push(COMPUTE_STAGE, STORE_STAGE)
+        # store
+        q.dep_pop(COMPUTE_STAGE, STORE_STAGE)
+        plane = p.oh * p.ow
+        out_elem = ((t.nb * p.ob + t.ob0) * p.oh + t.oh0) * p.ow + t.ow0
+        if t.tw == p.ow and plane <= _MAX_STRIDE:
+            q.store_2d(t.acc_base, MemId.OUT, out_buf, out_elem, t.th * t.tw, t.tob, plane)
+        else:
+            for o in range(t.tob):
+                q.store_2d(t.acc_base + o * t.th * t.tw, MemId.OUT, out_buf,
+                           out_elem + o * plane, t.tw, t.th, p.ow)
+        q.dep_push(STORE_STAGE, COMPUTE_STAGE)
+    pipe.end()
+
+
+def _load_residual(q: CommandQueue, p: ConvPlan, t: _Tile, res_buf: Buffer, base: int) -> None:
+    """Load a folded add's other operand for tile ``t`` into INP (the output's layout)."""
+    plane = p.oh * p.ow
+    elem = ((t.nb * p.ob + t.ob0) * p.oh + t.oh0) * p.ow + t.ow0
+    if t.tw == p.ow and plane <= _MAX_STRIDE:
+        q.load_2d(res_buf, elem, t.th * t.tw, t.tob, plane, 0, 0, 0, 0, base, MemId.INP)
+    else:
+        for o in range(t.tob):
+            q.load_2d(res_buf, elem + o * plane, t.tw, t.th, p.ow, 0, 0, 0, 0,
+                      base + o * t.th * t.tw, MemId.INP)
 
 
 def _load_window(q: CommandQueue, p: ConvPlan, data_buf: Buffer, nb: int, c0: int, oh0: int,
@@ -600,38 +1095,17 @@ def _load_window(q: CommandQueue, p: ConvPlan, data_buf: Buffer, nb: int, c0: in
                   inp_base + c * tih * tiw, MemId.INP)
 
 
-def _push_conv_gemm(q: CommandQueue, p: ConvPlan, split: bool, acc_base: int, inp_base: int,
-                    wgt_base: int, tob: int, th: int, tw: int, tih: int, tiw: int) -> None:
-    """Accumulate one chunk into the tile: one GEMM per kernel position, or one for all.
-
-    A kernel has a micro-op per (kernel position, output-channel block,
-    column), the column fastest: neighbouring micro-ops have different
-    destinations (all do when split; with every position in one kernel the
-    tile needs at least three outputs per row).  Loops: tile rows (outer) and
-    the chunk's channel blocks (inner, a reduction).
-    """
-    khw = p.kh * p.kw
-    o, x = np.divmod(np.arange(tob * tw), tw)
-    positions = [(r, s) for r in range(p.kh) for s in range(p.kw)]
-    for group in ([[pos] for pos in positions] if split else [positions]):
-        def finit(group=group) -> None:
-            q.uop_loop_begin(th, tw, p.sh * tiw, 0)
-            q.uop_loop_begin(p.tcb, 0, tih * tiw, khw)
-            for r, s in group:
-                q.uop_push_block(MODE_GEMM, 0, acc_base + o * th * tw + x,
-                                 inp_base + r * tiw + s + x * p.sw,
-                                 wgt_base + o * p.tcb * khw + r * p.kw + s)
-            q.uop_loop_end()
-            q.uop_loop_end()
-
-        q.push_gemm(("gemm", acc_base, inp_base, wgt_base, tob, th, tw, tih, tiw, p.tcb,
-                     tuple(group)), finit)
+def _push_elementwise(q: CommandQueue, key: tuple, base: int, rows: int, cols: int, mode: int,
+                      op: AluOp = AluOp.MIN, imm: int = 0) -> None:
+    """Push :func:`_elementwise_kernel` under ``key``."""
+    _push(q, (key, *_elementwise_kernel(q, base, rows, cols, mode, op, imm)[1:]))
 
 
 # -------------------------------------------------------------- operators
 def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
-                     bias: np.ndarray | None, epi: Epilogue, queue_options: dict | None
-                     ) -> tuple[np.ndarray, RunStats | None]:
+                     bias: np.ndarray | None, epi: Epilogue, queue_options: dict | None,
+                     tiling: dict | None = None, residual: Residual | None = None,
+                     other: np.ndarray | None = None) -> tuple[np.ndarray, RunStats | None]:
     cfg = dev.cfg
     b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     if data.shape[4:] != (b, bi):
@@ -640,8 +1114,15 @@ def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
     if kernel.shape[4:] != (bo, bi):
         raise ValueError(f"packed kernel must end in ({bo}, {bi}) (BLOCK_OUT, BLOCK_IN), not "
                          f"{kernel.shape[4:]}")
-    plan = plan_conv2d(cfg, data.shape, kernel.shape, stride, padding, epi.rows)
+    plan = plan_conv2d(cfg, data.shape, kernel.shape, stride, padding, epi.rows, tiling,
+                       residual is not None)
     out_shape = (plan.nb, plan.ob, plan.oh, plan.ow, b, bo)
+    if residual is not None:
+        residual.check(epi)
+        other = _as_int8("other", other, 6)
+        if other.shape != out_shape:
+            raise ValueError(f"other (the residual operand) must have the output's packed "
+                             f"shape {out_shape}, not {other.shape}")
     buffers: list[Buffer] = []
 
     def alloc(nbytes: int, name: str) -> Buffer:
@@ -660,8 +1141,15 @@ def _run_packed_conv(dev, data: np.ndarray, kernel: np.ndarray, stride, padding,
             bias_buf = alloc(packed_bias.size * 4, "bias")
             dev.write(bias_buf, np.ascontiguousarray(packed_bias, dtype="<i4"))
         out_buf = alloc(int(np.prod(out_shape)), "out")
+        res_buf = id_buf = None
+        if residual is not None:
+            res_buf = alloc(other.nbytes, "other")
+            dev.write(res_buf, np.ascontiguousarray(other))
+            id_buf = alloc(cfg.WGT_ELEM_BYTES, "identity")
+            dev.write(id_buf, residual.weights(cfg))
         with CommandQueue(dev, **(queue_options or {})) as q:
-            _emit_conv(q, plan, epi, data_buf, wgt_buf, bias_buf, out_buf)
+            _emit_conv(q, plan, epi, data_buf, wgt_buf, bias_buf, out_buf, residual, res_buf,
+                       id_buf)
             q.synchronize()
             stats = RunStats.total(q.history)
         out = dev.read(out_buf, int(np.prod(out_shape))).view(np.int8).reshape(out_shape)
@@ -675,7 +1163,8 @@ def conv2d_packed(dev, data: np.ndarray, kernel: np.ndarray, *,
                   stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
                   bias: np.ndarray | None = None, shift: int = 0, relu: bool = False,
                   clip: tuple[int, int] | None = None, return_stats: bool = False,
-                  queue_options: dict | None = None):
+                  queue_options: dict | None = None, tiling: dict | None = None,
+                  residual: Residual | None = None, other: np.ndarray | None = None):
     """2-D convolution of packed int8 tensors on ``dev``.
 
     Parameters
@@ -701,6 +1190,11 @@ def conv2d_packed(dev, data: np.ndarray, kernel: np.ndarray, *,
     queue_options : dict, optional
         Keyword options for :class:`~vta.runtime.CommandQueue` (``dump``,
         ``force_serial``, ``max_insns`` ...).
+    tiling : dict, optional
+        The tiling to use (a :attr:`ConvPlan.tiling`; default: :func:`plan_conv2d`'s).
+    residual, other : Residual and numpy.ndarray, optional
+        Fold an element-wise add of the result and ``other`` (int8, the
+        output's packed shape) into the convolution (:class:`Residual`).
 
     Returns
     -------
@@ -711,14 +1205,15 @@ def conv2d_packed(dev, data: np.ndarray, kernel: np.ndarray, *,
     kernel = _as_int8("kernel", kernel, 6)
     n_out = kernel.shape[0] * kernel.shape[4]
     epi, bias = _epilogue(bias, n_out, shift, relu, clip)
-    out, stats = _run_packed_conv(dev, data, kernel, stride, padding, bias, epi, queue_options)
+    out, stats = _run_packed_conv(dev, data, kernel, stride, padding, bias, epi, queue_options,
+                                  tiling, residual, other)
     return (out, stats) if return_stats else out
 
 
 def conv2d(dev, data: np.ndarray, kernel: np.ndarray, *, stride: int | Sequence[int] = 1,
            padding: int | Sequence[int] = 0, bias: np.ndarray | None = None, shift: int = 0,
            relu: bool = False, clip: tuple[int, int] | None = None, return_stats: bool = False,
-           queue_options: dict | None = None):
+           queue_options: dict | None = None, tiling: dict | None = None):
     """2-D convolution of NCHW int8 activations with OIHW int8 weights on ``dev``.
 
     Any N, C and O: they are padded to the block sizes for you (see
@@ -737,14 +1232,14 @@ def conv2d(dev, data: np.ndarray, kernel: np.ndarray, *, stride: int | Sequence[
     if bias is not None:
         bias = np.concatenate([bias, np.zeros(o_pad - o, dtype=np.int32)])
     out, stats = _run_packed_conv(dev, pack_nchw(data, cfg), pack_oihw(kernel, cfg), stride,
-                                  padding, bias, epi, queue_options)
+                                  padding, bias, epi, queue_options, tiling)
     result = unpack_nchw(out, n, o)
     return (result, stats) if return_stats else result
 
 
 def dense(dev, x: np.ndarray, w: np.ndarray, *, bias: np.ndarray | None = None, shift: int = 0,
           relu: bool = False, clip: tuple[int, int] | None = None, return_stats: bool = False,
-          queue_options: dict | None = None):
+          queue_options: dict | None = None, tiling: dict | None = None):
     """``x @ w.T`` (+ bias, epilogue) for int8 ``x`` (M, K) and ``w`` (N, K), int32 accumulation.
 
     Any M, K, N (padded to the block sizes for you); ``bias`` has shape (N,).
@@ -774,7 +1269,7 @@ def dense(dev, x: np.ndarray, w: np.ndarray, *, bias: np.ndarray | None = None, 
     data = xp.reshape(mp // b, b, kp // bi, bi).transpose(2, 0, 1, 3)[None, :, None]
     kernel = wp.reshape(np_ // bo, bo, kp // bi, bi).transpose(0, 2, 1, 3)[:, :, None, None]
     out, stats = _run_packed_conv(dev, np.ascontiguousarray(data), np.ascontiguousarray(kernel),
-                                  1, 0, bias, epi, queue_options)
+                                  1, 0, bias, epi, queue_options, tiling)
     # (1, N/bo, 1, M/b, b, bo) -> (M, N)
     result = out[0, :, 0].transpose(1, 2, 0, 3).reshape(mp, np_)[:m, :n]
     result = np.ascontiguousarray(result)
@@ -788,12 +1283,99 @@ def matmul(dev, a: np.ndarray, b: np.ndarray, **kwargs):
 
 
 # --------------------------------------------------- pre-placed operands
+@dataclass(frozen=True)
+class Residual:
+    """An element-wise add folded into the convolution before it (:func:`emit_conv2d`).
+
+    The result is :func:`emit_add`'s with ``a`` the convolution's int8 output
+    ``y``, ``a_steps`` = ``conv_steps``, ``b`` the other operand ``r`` times
+    ``other_mult``, and ``steps`` after the sum -- computed in each tile while
+    ``y`` is still in the accumulator: the other operand's tile comes into INP
+    with the last reduction step's window (the load engine, overlapped with
+    compute), and a GEMM with the int8 weight ``other_mult`` times the
+    identity (:meth:`weights`) adds ``r * other_mult``; ``y`` is never
+    stored.  Exact when the convolution's epilogue ends by clamping ``y``
+    within int8 (then the accumulator holds what an ``ACC_8BIT`` load of the
+    stored ``y`` would); :func:`emit_conv2d` refuses anything else.
+    """
+
+    conv_steps: tuple[tuple[AluOp, int], ...] = ()
+    other_mult: int = 1
+    steps: tuple[tuple[AluOp, int], ...] = ()
+
+    @classmethod
+    def of_shifts(cls, conv_lshift: int = 0, other_lshift: int = 0, offset: int = 0,
+                  shift: int = 0, relu: bool = False,
+                  clip: tuple[int, int] | None = None) -> Residual:
+        """``(y << conv_lshift) + (r << other_lshift) + offset``, then :func:`emit_add`'s
+        shift, ReLU and clip."""
+        lc, lr, steps = _add_steps(conv_lshift, other_lshift, offset, shift, relu, clip)
+        return cls(((AluOp.SHR, -lc),) if lc else (), 1 << lr, tuple(steps))
+
+    @classmethod
+    def of_steps(cls, conv_steps: Sequence[tuple[AluOp, int]],
+                 other_steps: Sequence[tuple[AluOp, int]],
+                 steps: Sequence[tuple[AluOp, int]]) -> Residual | None:
+        """From :func:`emit_add`'s per-operand steps; None when the other operand's are not
+        one multiplication an int8 weight can do (nothing, ``SHR -k`` with ``k <= 6``, or
+        ``MUL m`` with ``|m| <= 127``)."""
+        other = list(other_steps)
+        if not other:
+            mult = 1
+        elif len(other) == 1 and other[0][0] == AluOp.SHR and -6 <= other[0][1] <= 0:
+            mult = 1 << -other[0][1]
+        elif len(other) == 1 and other[0][0] == AluOp.MUL and -128 <= other[0][1] <= 127:
+            mult = int(other[0][1])
+        else:
+            return None
+        return cls(tuple(conv_steps), mult, tuple(steps))
+
+    def alu_uops(self) -> int:
+        """ALU micro-op cycles per output entry: ``y``'s steps and the steps after the sum
+        (a MUL's two)."""
+        return sum(2 if op == AluOp.MUL else 1 for op, _ in (*self.conv_steps, *self.steps))
+
+    def weights(self, cfg: Config) -> np.ndarray:
+        """The WGT entry that adds ``r * other_mult``: ``other_mult`` times the identity."""
+        return np.eye(cfg.BLOCK_OUT, cfg.BLOCK_IN, dtype=np.int8) * np.int8(self.other_mult)
+
+    def check(self, epi: Epilogue) -> None:
+        """ValueError unless this add can follow a convolution with epilogue ``epi``."""
+        for op, imm in (*self.conv_steps, *self.steps):
+            _check_imm(op, imm)
+        if not -128 <= self.other_mult <= 127:
+            raise ValueError(f"a folded add multiplies its other operand by an int8 weight, "
+                             f"not {self.other_mult}")
+        lo, hi = _final_clamp(epi)
+        if lo < -128 or hi > 127:
+            shown = "no clamp" if (lo, hi) == (_IMM_MIN - 1, _IMM_MAX + 1) else (lo, hi)
+            raise ValueError(f"a folded add needs the convolution's output clamped within "
+                             f"int8 (its epilogue ending in MAX lo, MIN hi within -128..127), "
+                             f"not {shown}")
+
+
+def _final_clamp(epi: Epilogue) -> tuple[int, int]:
+    """The range the epilogue's trailing immediate MAX/MIN steps leave (unbounded sides:
+    one beyond the 16-bit immediates)."""
+    lo, hi = _IMM_MIN - 1, _IMM_MAX + 1
+    for op, value, from_row in reversed(epi.steps):
+        if from_row or op not in (AluOp.MAX, AluOp.MIN):
+            break
+        if op == AluOp.MAX:
+            lo = max(lo, value) if hi > _IMM_MAX else max(lo, min(value, hi))
+        else:
+            hi = min(hi, value) if lo < _IMM_MIN else min(hi, max(value, lo))
+    return lo, hi
+
+
 def emit_conv2d(q: CommandQueue, data_shape: Sequence[int], kernel_shape: Sequence[int],
                 data: Buffer, kernel: Buffer, out: Buffer, *,
                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
                 bias: Buffer | None = None, shift: int = 0, relu: bool = False,
                 clip: tuple[int, int] | None = None,
-                epilogue: Epilogue | None = None) -> ConvPlan:
+                epilogue: Epilogue | None = None, tiling: dict | None = None,
+                residual: Residual | None = None, other: Buffer | None = None,
+                identity: Buffer | None = None) -> ConvPlan:
     """Queue a packed convolution whose operands are already in device buffers.
 
     For callers that keep tensors on the device across layers (the graph
@@ -802,8 +1384,12 @@ def emit_conv2d(q: CommandQueue, data_shape: Sequence[int], kernel_shape: Sequen
     ``kernel_shape``; ``bias`` holds int32 (O/bo, BATCH, BLOCK_OUT), one value
     per output channel repeated over the batch lanes.  With ``epilogue`` (an
     :class:`Epilogue`), ``bias`` holds its rows instead and ``shift``,
-    ``relu`` and ``clip`` are not used.  Nothing runs until
-    ``q.synchronize()``.  Returns the tiling used (:func:`plan_conv2d`).
+    ``relu`` and ``clip`` are not used.  With ``residual``, ``out`` receives
+    the folded add of the convolution and ``other`` (int8 in the output's
+    packed layout; see :class:`Residual`), ``identity`` holding
+    :meth:`Residual.weights`.  ``tiling`` as in :func:`conv2d_packed`.
+    Nothing runs until ``q.synchronize()``.  Returns the tiling used
+    (:func:`plan_conv2d`).
     """
     if epilogue is None:
         epilogue, _ = _epilogue(None, 0, shift, relu, clip)  # checks the arguments
@@ -812,8 +1398,14 @@ def emit_conv2d(q: CommandQueue, data_shape: Sequence[int], kernel_shape: Sequen
     epilogue.check()
     if epilogue.rows and bias is None:
         raise ValueError(f"the epilogue has {epilogue.rows} rows: give their buffer as bias")
-    plan = plan_conv2d(q.cfg, data_shape, kernel_shape, stride, padding, epilogue.rows)
-    _emit_conv(q, plan, epilogue, data, kernel, bias, out)
+    if residual is not None:
+        residual.check(epilogue)
+        if other is None or identity is None:
+            raise ValueError("a folded add (residual) needs its other operand's buffer (other) "
+                             "and its weights' (identity)")
+    plan = plan_conv2d(q.cfg, data_shape, kernel_shape, stride, padding, epilogue.rows, tiling,
+                       residual is not None)
+    _emit_conv(q, plan, epilogue, data, kernel, bias, out, residual, other, identity)
     return plan
 
 
@@ -1104,3 +1696,100 @@ def _push_window_op(q: CommandQueue, op: AluOp, dst: int, src: int, blocks: int,
 
     q.push_alu(("window", int(op), dst, src, blocks, dst_block, src_block, rows, dst_row,
                 src_row, cols, src_col), finit)
+
+
+# --------------------------------------------------------------- roofline
+def _step_cycles(steps: Sequence[tuple], entries: int) -> int:
+    """ALU cycles of steps over ``entries``: one per micro-op, a MUL instruction 2n - 1."""
+    return sum(2 * entries - 1 if step[0] == AluOp.MUL else entries for step in steps)
+
+
+def conv2d_bound(cfg: Config, data_shape: Sequence[int], kernel_shape: Sequence[int], *,
+                 stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0,
+                 bias: bool = False, shift: int = 0, relu: bool = False,
+                 clip: tuple[int, int] | None = None, epilogue: Epilogue | None = None,
+                 residual: Residual | None = None) -> roofline.Bound:
+    """Lower bound in cycles of :func:`conv2d_packed` on ``cfg`` (:mod:`vta.roofline`).
+
+    Packed shapes as :func:`conv2d_packed` takes them (``dense`` and
+    ``matmul``: the one-row image of :func:`dense_bound`); the epilogue as
+    :func:`emit_conv2d` takes it (``bias`` ... ``clip``, or ``epilogue``).  A
+    folded add (``residual``) adds, per output entry, its other operand's INP
+    entry, a GEMM micro-op and its ALU steps (:class:`Residual`).
+    """
+    if epilogue is None:
+        epilogue, _ = _epilogue(None, 0, shift, relu, clip)
+        if bias:
+            epilogue = Epilogue(1, (), ((AluOp.ADD, 0, True),) + epilogue.steps)
+    stride, padding = _pair("stride", stride, 1, 15), _pair("padding", padding, 0, 15)
+    work = roofline.conv2d_work(cfg, data_shape, kernel_shape, stride, padding,
+                                rows=epilogue.rows)
+    entries = work.resets  # one per output entry
+    nb, ob = data_shape[0], kernel_shape[0]
+    alu = _step_cycles(epilogue.steps, entries) + sum(
+        nb * ob * (a1 - a0) * (b1 - b0) for _, a0, a1, b0, b1 in epilogue.regions)
+    work = work + roofline.Work(alu_uops=alu)
+    if residual is not None:
+        work = work + roofline.Work(
+            gemm_uops=entries, alu_uops=_step_cycles((*residual.conv_steps, *residual.steps),
+                                                     entries),
+            inp_bytes=entries * cfg.INP_ELEM_BYTES, wgt_bytes=cfg.WGT_ELEM_BYTES)
+    return roofline.bound(cfg, work)
+
+
+def dense_bound(cfg: Config, m: int, k: int, n: int, **epilogue: Any) -> roofline.Bound:
+    """Lower bound in cycles of :func:`dense` of ``x`` (M, K) and ``w`` (N, K) on ``cfg``.
+
+    Keywords: ``bias`` (bool), ``shift``, ``relu``, ``clip`` (or ``epilogue``) as in
+    :func:`conv2d_bound`.
+    """
+    b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+    data = (1, -(-k // bi), 1, -(-m // b))
+    kernel = (-(-n // bo), -(-k // bi), 1, 1)
+    return conv2d_bound(cfg, data, kernel, **epilogue)
+
+
+def add_bound(cfg: Config, elems: int, *, a_lshift: int = 0, b_lshift: int = 0,
+              offset: int = 0, shift: int = 0, relu: bool = False,
+              clip: tuple[int, int] | None = None,
+              a_steps: Sequence[tuple[AluOp, int]] | None = None,
+              b_steps: Sequence[tuple[AluOp, int]] | None = None,
+              steps: Sequence[tuple[AluOp, int]] | None = None) -> roofline.Bound:
+    """Lower bound in cycles of :func:`emit_add` over ``elems`` entries on ``cfg`` (the same
+    arguments: shifts, offset, shift, ReLU and clip, or the three lists of steps)."""
+    _check_elems(elems)
+    if steps is None:
+        la, lb, steps = _add_steps(a_lshift, b_lshift, offset, shift, relu, clip)
+        a_steps = [(AluOp.SHR, -la)] if la else []
+        b_steps = [(AluOp.SHR, -lb)] if lb else []
+    alu = _step_cycles([*(a_steps or []), *(b_steps or []), (AluOp.ADD, 0), *steps], elems)
+    return roofline.bound(cfg, roofline.add_work(cfg, elems, alu))
+
+
+def pool2d_bound(cfg: Config, data_shape: Sequence[int], *, kind: str,
+                 kernel: Sequence[int], stride: Sequence[int] = (1, 1),
+                 pads: Sequence[int] = (0, 0, 0, 0),
+                 steps: Sequence[tuple[AluOp, int]] = ()) -> roofline.Bound:
+    """Lower bound in cycles of :func:`emit_pool2d` on ``cfg`` (the same arguments).
+
+    Every input entry a window covers reaches the accumulator once
+    (``ACC_8BIT``, on the compute engine); every output entry is reset (and,
+    for a max, started at -128), takes one ``MAX`` or ``ADD`` per window
+    position inside the input and the ALU steps, and is stored.
+    """
+    p = plan_pool2d(cfg, data_shape, kernel, stride, pads)
+    (kh, kw), (sh, sw) = p.kernel, p.stride
+    pt, pl = p.pads[0], p.pads[1]
+    blocks = p.nb * p.cb
+    out = blocks * p.oh * p.ow
+    rows = roofline._used(p.oh, sh, pt, kh, p.h)
+    window = 0
+    for r in range(kh):
+        a = sum(1 for o in range(p.oh) if 0 <= o * sh + r - pt < p.h)
+        for s_ in range(kw):
+            window += a * sum(1 for o in range(p.ow) if 0 <= o * sw + s_ - pl < p.w)
+    alu = blocks * window + (out if kind == "max" else 0) + _step_cycles(steps, out)
+    lanes = cfg.BATCH * cfg.BLOCK_OUT
+    work = roofline.Work(resets=out, alu_uops=alu, acc8_bytes=blocks * rows * p.w * lanes,
+                         out_bytes=out * cfg.OUT_ELEM_BYTES)
+    return roofline.bound(cfg, work)
