@@ -300,6 +300,8 @@ class NetworkBound:
     layers: list[LayerBound]
     outputs: dict[str, float | None]
     why: dict[str, str] = field(default_factory=dict)
+    #: per output, the bound that says nothing: the width of its int range
+    full: dict[str, float] = field(default_factory=dict)
 
     def layer(self, name: str) -> LayerBound:
         return next(b for b in self.layers if b.node == name)
@@ -397,13 +399,15 @@ def network_bound(graph: Graph, input_shapes: Mapping[str, tuple[int, ...]] | No
             unknown[node.output] = why
         bound[node.output] = out
         layers.append(LayerBound(node.name, node.op, gain, own, out, why))
-    outputs, whys = {}, {}
+    outputs, whys, full = {}, {}, {}
     for name in graph.outputs:
         src = _int_source(graph, name)
         outputs[name] = bound[src]
         if bound[src] is None:
             whys[name] = unknown[src]
-    return NetworkBound(layers, outputs, whys)
+        if vals[src].qtype is not None:
+            full[name] = float(vals[src].qtype.qmax - vals[src].qtype.qmin)
+    return NetworkBound(layers, outputs, whys, full)
 
 
 # ------------------------------------------------------------ for given inputs
@@ -597,16 +601,21 @@ def _softmax_interval(lo: np.ndarray, hi: np.ndarray, axis: int):
 class Assessment:
     """One graph output against onnxruntime: measured (:class:`Agreement`) and proven.
 
-    ``bound``: :func:`network_bound` (any input); ``certified`` and
-    ``top1_certain``: :func:`certify` (these inputs); in the units of
-    ``agreement.max_lsb`` (LSB) or, for a float output, of ``max_diff``.
-    ``why`` says why a bound is missing (None).
+    ``bound``: :func:`network_bound` (any input), ``full`` the width of the
+    output's int range (a bound that large says nothing); ``certified``,
+    ``top1_certain`` and ``outside``: :func:`certify` (these inputs), the
+    last the number of onnxruntime's output values outside the certified
+    intervals (0 unless an assumption of the proof fails or one side
+    computes wrongly).  In the units of ``agreement.max_lsb`` (LSB) or, for
+    a float output, of ``max_diff``.  ``why`` says why a bound is missing.
     """
 
     agreement: Agreement
     bound: float | None
+    full: float | None
     certified: float | None
     top1_certain: int | None
+    outside: int | None
     why: str = ""
 
     def describe(self) -> str:
@@ -615,15 +624,22 @@ class Assessment:
         if self.certified is not None:
             parts.append(f"at most {self.certified:g}{unit} on these inputs (top-1 certain on "
                          f"{self.top1_certain}/{self.agreement.count})")
-        if self.bound is not None:
+        if self.bound is not None and self.full is not None and self.bound >= self.full:
+            parts.append(f"on any input only the full range ({self.bound:g}{unit})")
+        elif self.bound is not None:
             parts.append(f"{self.bound:g}{unit} on any input")
         proven = ", ".join(parts) if parts else f"no bound ({self.why})"
-        return f"{self.agreement.describe()}; proven: {proven}"
+        text = f"{self.agreement.describe()}; proven: {proven}"
+        if self.outside:
+            text += (f"; onnxruntime is OUTSIDE the proven interval on {self.outside} values "
+                     "(docs/graph.md, \"A bound for the whole network\")")
+        return text
 
     def as_dict(self) -> dict[str, Any]:
         return dict(vars(self.agreement), max_lsb=self.agreement.max_lsb,
-                    bound_any_input=self.bound, bound_these_inputs=self.certified,
-                    top1_certain=self.top1_certain, bound_missing=self.why or None)
+                    bound_any_input=self.bound, bound_full_range=self.full,
+                    bound_these_inputs=self.certified, top1_certain=self.top1_certain,
+                    outside_bound=self.outside, bound_missing=self.why or None)
 
 
 def assess(graph: Graph, feeds: Mapping[str, Any], ours: Mapping[str, np.ndarray],
@@ -642,13 +658,15 @@ def assess(graph: Graph, feeds: Mapping[str, Any], ours: Mapping[str, np.ndarray
         cert, why = None, str(exc)
     out = []
     for a in agreements:
-        bound = None if static is None else static.outputs[a.output]
-        certified = top1 = None
+        bound = full = certified = top1 = outside = None
+        if static is not None:
+            bound, full = static.outputs[a.output], static.full.get(a.output)
+            why = why or static.why.get(a.output, "")
         if cert is not None:
             certified = float(cert.row_steps(a.output).max(initial=0))
             top1 = int(cert.top1_certain(a.output).sum())
-        out.append(Assessment(a, bound, certified, top1,
-                              why or ("" if static is None else static.why.get(a.output, ""))))
+            outside = int((~cert.contains(a.output, theirs[a.output])).sum())
+        out.append(Assessment(a, bound, full, certified, top1, outside, why))
     return out
 
 
