@@ -134,13 +134,15 @@ def _model_proto(model: Any):
 
 
 def onnxruntime_values(model: Any, feeds: Mapping[str, np.ndarray], graph: Graph,
-                       names: list[str]) -> dict[str, np.ndarray]:
+                       names: list[str], outputs: Mapping[str, np.ndarray] | None = None
+                       ) -> dict[str, np.ndarray]:
     """onnxruntime's values of the int tensors ``names`` of ``graph`` (made outputs of ``model``).
 
     The names are the ONNX tensors of the imported graph (``graph.values``);
     the model's own outputs are in the result too.  GraphError when making
-    them outputs changes the model's own outputs (onnxruntime then fuses a
-    QDQ model differently, and the values would not be the ones it computes).
+    them outputs changes the model's own outputs (``outputs``: onnxruntime's,
+    computed when not given; it then fuses a QDQ model differently, and the
+    values would not be the ones it computes).
     """
     from onnx import ModelProto, TensorProto, helper
 
@@ -156,7 +158,9 @@ def onnxruntime_values(model: Any, feeds: Mapping[str, np.ndarray], graph: Graph
             elem = TensorProto.UINT8 if q.dtype == "uint8" else TensorProto.INT8
             extended.graph.output.append(helper.make_tensor_value_info(name, elem, None))
     out = run_onnxruntime(extended, feeds)
-    for name, value in run_onnxruntime(model, feeds).items():
+    if outputs is None:
+        outputs = run_onnxruntime(model, feeds)
+    for name, value in outputs.items():
         if not np.array_equal(value, out[name]):
             raise GraphError(f"onnxruntime computes output {name!r} differently when the "
                              "intermediate tensors are outputs too (it fuses the model "
@@ -238,6 +242,15 @@ def _own_error(node: Node) -> float:
     """Our fixed-point error bound ``E`` (:mod:`vta.graph.fixed`); 0 for float64."""
     fp = node.attrs.get("fixed")
     return 0.0 if fp is None else float(fp.error)
+
+
+def _pool_error(node: Node, x_shape: tuple[int, ...], xq: QType, yq: QType) -> float:
+    """Our fixed-point error bound ``E`` of a requantizing pool (0 when it runs in float64)."""
+    if node.op == "maxpool":
+        return _own_error(node)
+    counts = _pool_counts(node, x_shape)
+    fp = fixed.pool_params(int(counts.flat[0]), xq, yq) if np.unique(counts).size == 1 else None
+    return fp.error if isinstance(fp, fixed.FixedPoint) else 0.0
 
 
 def _requantizing_pool(node: Node, xq: QType | None, yq: QType | None) -> bool:
@@ -374,14 +387,9 @@ def network_bound(graph: Graph, input_shapes: Mapping[str, tuple[int, ...]] | No
             n = x_shape[2] * x_shape[3] if a.get("global") else int(np.prod(a["kernel"]))
             r = xq.scale / yq.scale
             gain = (r,)
-            fp = a.get("fixed")
-            if node.op == "avgpool":
-                counts = _pool_counts(node, x_shape)
-                fp = fixed.pool_params(int(counts.flat[0]), xq, yq) \
-                    if np.unique(counts).size == 1 else None
-            err = fp.error if isinstance(fp, fixed.FixedPoint) else 0.0
             reach = r * _span(xq)
-            own = err + _ort_error(reach, reach, n, node.name in integer)
+            own = _pool_error(node, x_shape, xq, yq) + _ort_error(reach, reach, n,
+                                                                  node.name in integer)
             out = _steps(r * ins[0], own, yq.qmax - yq.qmin)
         elif node.op in ("relu", "reshape", "flatten", "maxpool"):
             out = ins[0]  # exact on both sides, and moves no value by more than it moved
@@ -413,26 +421,21 @@ def network_bound(graph: Graph, input_shapes: Mapping[str, tuple[int, ...]] | No
 # ------------------------------------------------------------ for given inputs
 @dataclass
 class Certificate:
-    """:func:`certify`'s result: where onnxruntime's values must lie, for these inputs.
+    """:func:`certify`'s result: where both runs' values must lie, for these inputs.
 
     Attributes
     ----------
     ours : dict
         Every value of the int8 reference (what VTA computes, bit for bit).
     lo, hi : dict
-        Per value, bounds of onnxruntime's value (int tensors: their integers;
-        float tensors: real values).
-    births : dict
-        Per requantizing node: how many of its outputs may differ although
-        none of the inputs they depend on can (this node's own rounding, near
-        a rounding boundary: at most one step each).
+        Per value, bounds of onnxruntime's value and of ours (int tensors:
+        their integers; float tensors: real values).
     """
 
     graph: Graph
     ours: dict[str, np.ndarray]
     lo: dict[str, np.ndarray]
     hi: dict[str, np.ndarray]
-    births: dict[str, int]
 
     def steps(self, name: str) -> np.ndarray:
         """Per element, the largest ``|ours - onnxruntime|`` of value ``name`` (in its steps)."""
@@ -456,14 +459,15 @@ class Certificate:
         beaten = np.where(cols < k[:, None], hi >= low, hi > low) & (cols != k[:, None])
         return ~beaten.any(axis=1)
 
-    def contains(self, output: str, theirs: np.ndarray) -> np.ndarray:
-        """Per element: onnxruntime's output ``theirs`` lies within the certified interval."""
-        src = _int_source(self.graph, output)
+    def outside(self, name: str, values: np.ndarray) -> int:
+        """How many of ``values`` (of value ``name``, a graph output or an int tensor) lie
+        outside their certified intervals."""
+        src = _int_source(self.graph, name)
         q = self.graph.values[src].qtype
-        t = np.asarray(theirs, np.float64)
-        if q is not None and src != output:  # a dequantized output: back to its integers
+        t = np.asarray(values, np.float64)
+        if q is not None and src != name:  # a dequantized output: back to its integers
             t = np.rint(t / q.scale) + q.zero_point
-        return (t >= self.lo[src]) & (t <= self.hi[src])
+        return int(((t < self.lo[src]) | (t > self.hi[src])).sum())
 
 
 def _round_interval(t_lo, t_hi, eps, zero: int, lo: int, hi: int):
@@ -481,13 +485,15 @@ def _linear_acc(node: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def certify(graph: Graph, feeds: Mapping[str, Any], model: Any = None) -> Certificate:
-    """Bounds of onnxruntime's every value for these inputs, from the int8 reference's own.
+    """Bounds of onnxruntime's every value and of ours, for these inputs.
 
     Runs the reference and propagates intervals: a conv or dense layer's
     accumulator moves by ``sum_i w_ij * dx_i`` with each ``dx_i`` within its
     interval (positive and negative weights apart), onnxruntime rounds the
-    resulting ``r * acc`` (half to even, within ``eps``), an add, pool, ReLU
-    and reshape are monotone in their inputs.  Where no input can differ,
+    resulting ``r * acc`` (half to even, within ``eps``), we (half up, within
+    our ``E``), an add, pool, ReLU and reshape are monotone in their inputs.
+    Both runs' values lie in the intervals; a value of ours outside them is
+    a wrong reference.  Where no input can differ,
     an interval is one value except within ``eps`` of a rounding boundary,
     so the bound is as sharp as the inputs allow.  The same assumptions as
     :func:`network_bound` (docs/graph.md); ``model`` likewise.
@@ -500,13 +506,10 @@ def certify(graph: Graph, feeds: Mapping[str, Any], model: Any = None) -> Certif
     for name in graph.inputs:
         lo[name] = hi[name] = env[name].astype(np.float64 if vals[name].qtype is None
                                                else np.int64)
-    births: dict[str, int] = {}
     for node in graph.nodes:
         x = node.inputs[0]
         xq, yq = vals[x].qtype, vals[node.output].qtype
-        y = env[node.output].astype(np.int64 if yq is not None else np.float64)
         a = node.attrs
-        point = None  # outputs none of whose inputs can differ
         if node.op in ("conv", "dense"):
             w, bias, r = _weights(node, graph)
             shape = (1, -1) + (1,) * (2 if node.op == "conv" else 0)
@@ -528,8 +531,8 @@ def certify(graph: Graph, feeds: Mapping[str, Any], model: Any = None) -> Certif
                 far = np.maximum(np.abs(lo[x] - xq.zero_point), np.abs(hi[x] - xq.zero_point))
                 terms = _linear_acc(node, far, np.abs(w)) + np.abs(bias).reshape(shape)
                 eps = _ort_error(t_abs, terms * r, w[0].size, False)
+            eps = np.maximum(eps, _own_error(node))
             lo_y, hi_y = _round_interval(t_lo, t_hi, eps, yq.zero_point, a["lo"], a["hi"])
-            point = acc_lo == acc_hi
         elif node.op == "add":
             ops_ = [(lo[i], hi[i], vals[i].qtype) for i in node.inputs]
             if "const" in a:
@@ -537,12 +540,9 @@ def certify(graph: Graph, feeds: Mapping[str, Any], model: Any = None) -> Certif
                 ops_.append((c, c, a["const_qtype"]))
             t_lo = sum((lv - q.zero_point) * (q.scale / yq.scale) for lv, _, q in ops_)
             t_hi = sum((hv - q.zero_point) * (q.scale / yq.scale) for _, hv, q in ops_)
-            eps = _add_error(_add_magnitude([(np.maximum(np.abs(lv), np.abs(hv)), q)
-                                             for lv, hv, q in ops_], yq))
+            eps = np.maximum(_own_error(node), _add_error(_add_magnitude(
+                [(np.maximum(np.abs(lv), np.abs(hv)), q) for lv, hv, q in ops_], yq)))
             lo_y, hi_y = _round_interval(t_lo, t_hi, eps, yq.zero_point, a["lo"], a["hi"])
-            point = np.ones(y.shape, bool)
-            for lv, hv, _ in ops_:
-                point = point & (lv == hv)
         elif _requantizing_pool(node, xq, yq):
             r = xq.scale / yq.scale
             shape = lo[x].shape
@@ -559,16 +559,17 @@ def certify(graph: Graph, feeds: Mapping[str, Any], model: Any = None) -> Certif
                     ends.append(_window_reduce(node, reference._pad(v, a["pads"], 0.0), np.add)
                                 / _pool_counts(node, shape))
             t_abs = np.maximum(np.abs(ends[0]), np.abs(ends[1])) * r
-            eps = _ort_error(t_abs, r * _span(xq), n, node.name in integer)
+            eps = np.maximum(_ort_error(t_abs, r * _span(xq), n, node.name in integer),
+                             _pool_error(node, shape, xq, yq))
             lo_y, hi_y = _round_interval(ends[0] * r, ends[1] * r, eps, yq.zero_point,
                                          yq.qmin, yq.qmax)
-            point = ends[0] == ends[1]
         elif node.op in ("relu", "reshape", "flatten", "maxpool"):  # monotone, exact
             lo_y, hi_y = (reference.eval_node(node, graph, [v]).astype(v.dtype)
                           for v in (lo[x], hi[x]))
         elif node.op == "quantize":
             if np.array_equal(lo[x], env[x]) and np.array_equal(hi[x], env[x]):
-                lo_y = hi_y = y  # the same float32 division, rounded half to even
+                # the same float32 division, rounded half to even
+                lo_y = hi_y = env[node.output].astype(np.int64)
             else:
                 lo_y, hi_y = _round_interval(lo[x] / yq.scale, hi[x] / yq.scale,
                                              2**-20 * np.maximum(np.abs(lo[x]), np.abs(hi[x]))
@@ -582,9 +583,7 @@ def certify(graph: Graph, feeds: Mapping[str, Any], model: Any = None) -> Certif
             raise GraphError(f"node {node.name!r} ({node.op} on float tensors): no certified "
                              "interval for it")
         lo[node.output], hi[node.output] = lo_y, hi_y
-        if point is not None:
-            births[node.name] = int((point & ((lo_y != hi_y) | (lo_y != y))).sum())
-    return Certificate(graph, env, lo, hi, births)
+    return Certificate(graph, env, lo, hi)
 
 
 def _softmax_interval(lo: np.ndarray, hi: np.ndarray, axis: int):
@@ -604,10 +603,12 @@ class Assessment:
     ``bound``: :func:`network_bound` (any input), ``full`` the width of the
     output's int range (a bound that large says nothing); ``certified``,
     ``top1_certain`` and ``outside``: :func:`certify` (these inputs), the
-    last the number of onnxruntime's output values outside the certified
-    intervals (0 unless an assumption of the proof fails or one side
-    computes wrongly).  In the units of ``agreement.max_lsb`` (LSB) or, for
-    a float output, of ``max_diff``.  ``why`` says why a bound is missing.
+    last the number of values outside the certified intervals (0 unless an
+    assumption of the proof fails or one side computes wrongly): ours at
+    every int tensor, onnxruntime's at the outputs and, where it can show
+    them, every int tensor; ``where`` names the first such tensor.
+    In the units of ``agreement.max_lsb`` (LSB) or, for a float output, of
+    ``max_diff``.  ``why`` says why a bound is missing.
     """
 
     agreement: Agreement
@@ -616,6 +617,7 @@ class Assessment:
     certified: float | None
     top1_certain: int | None
     outside: int | None
+    where: str = ""
     why: str = ""
 
     def describe(self) -> str:
@@ -631,15 +633,16 @@ class Assessment:
         proven = ", ".join(parts) if parts else f"no bound ({self.why})"
         text = f"{self.agreement.describe()}; proven: {proven}"
         if self.outside:
-            text += (f"; onnxruntime is OUTSIDE the proven interval on {self.outside} values "
-                     "(docs/graph.md, \"A bound for the whole network\")")
+            text += (f"; {self.outside} values OUTSIDE the proven intervals, first "
+                     f"{self.where} (docs/graph.md, \"A bound for the whole network\")")
         return text
 
     def as_dict(self) -> dict[str, Any]:
         return dict(vars(self.agreement), max_lsb=self.agreement.max_lsb,
                     bound_any_input=self.bound, bound_full_range=self.full,
                     bound_these_inputs=self.certified, top1_certain=self.top1_certain,
-                    outside_bound=self.outside, bound_missing=self.why or None)
+                    outside_bound=self.outside, outside_first=self.where or None,
+                    bound_missing=self.why or None)
 
 
 def assess(graph: Graph, feeds: Mapping[str, Any], ours: Mapping[str, np.ndarray],
@@ -656,17 +659,35 @@ def assess(graph: Graph, feeds: Mapping[str, Any], ours: Mapping[str, np.ndarray
         cert = certify(graph, feeds, model)
     except GraphError as exc:
         cert, why = None, str(exc)
+    # values outside the intervals: ours at every int tensor, onnxruntime's at the outputs and,
+    # where it can show them without fusing the model otherwise, every int tensor
+    outside: dict[str, int] = {}
+    if cert is not None:
+        ints = [n.output for n in graph.nodes if graph.values[n.output].qtype is not None]
+        for name in ints:
+            outside[f"ours in {name!r}"] = cert.outside(name, cert.ours[name])
+        for name in graph.outputs:
+            outside[f"onnxruntime's {name!r}"] = cert.outside(name, theirs[name])
+        if model is not None:
+            try:
+                values = onnxruntime_values(model, feeds, graph, ints, theirs)
+            except GraphError:
+                values = {}
+            for name in ints:
+                if name in values:
+                    outside[f"onnxruntime's {name!r}"] = cert.outside(name, values[name])
+    count = sum(outside.values()) if cert is not None else None
+    where = next((k for k, v in outside.items() if v), "")
     out = []
     for a in agreements:
-        bound = full = certified = top1 = outside = None
+        bound = full = certified = top1 = None
         if static is not None:
             bound, full = static.outputs[a.output], static.full.get(a.output)
             why = why or static.why.get(a.output, "")
         if cert is not None:
             certified = float(cert.row_steps(a.output).max(initial=0))
             top1 = int(cert.top1_certain(a.output).sum())
-            outside = int((~cert.contains(a.output, theirs[a.output])).sum())
-        out.append(Assessment(a, bound, full, certified, top1, outside, why))
+        out.append(Assessment(a, bound, full, certified, top1, count, where, why))
     return out
 
 
