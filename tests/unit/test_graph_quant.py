@@ -241,9 +241,9 @@ def test_certified_intervals_hold_onnxruntime_at_every_layer(which, kw):
     assert len(names) >= 14
     for name in names:
         assert np.array_equal(cert.ours[name], ours[name])
-        assert cert.outside(name, ours[name]) == 0, name
         inside = (theirs[name] >= cert.lo[name]) & (theirs[name] <= cert.hi[name])
         assert inside.all(), (name, int((~inside).sum()))
+    assert len(cert.wrong) >= 12 and not any(cert.wrong.values())  # ours: each layer right
     (a,) = judge.assess(g, {"input": x}, ours, theirs, model)
     assert a.outside == 0 and a.agreement.max_lsb <= a.certified + 1e-4
     assert a.top1_certain <= a.agreement.top1_equal

@@ -421,21 +421,26 @@ def network_bound(graph: Graph, input_shapes: Mapping[str, tuple[int, ...]] | No
 # ------------------------------------------------------------ for given inputs
 @dataclass
 class Certificate:
-    """:func:`certify`'s result: where both runs' values must lie, for these inputs.
+    """:func:`certify`'s result: where onnxruntime's values must lie, for these inputs.
 
     Attributes
     ----------
     ours : dict
         Every value of the int8 reference (what VTA computes, bit for bit).
     lo, hi : dict
-        Per value, bounds of onnxruntime's value and of ours (int tensors:
-        their integers; float tensors: real values).
+        Per value, bounds of onnxruntime's value (int tensors: their
+        integers; float tensors: real values).
+    wrong : dict
+        Per requantized int tensor: how many of our values are more than our
+        ``E`` from the exact rounding of our own inputs (0 unless the
+        reference is wrong).
     """
 
     graph: Graph
     ours: dict[str, np.ndarray]
     lo: dict[str, np.ndarray]
     hi: dict[str, np.ndarray]
+    wrong: dict[str, int]
 
     def steps(self, name: str) -> np.ndarray:
         """Per element, the largest ``|ours - onnxruntime|`` of value ``name`` (in its steps)."""
@@ -485,105 +490,117 @@ def _linear_acc(node: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def certify(graph: Graph, feeds: Mapping[str, Any], model: Any = None) -> Certificate:
-    """Bounds of onnxruntime's every value and of ours, for these inputs.
+    """Bounds of onnxruntime's every value for these inputs, and a check of ours.
 
     Runs the reference and propagates intervals: a conv or dense layer's
     accumulator moves by ``sum_i w_ij * dx_i`` with each ``dx_i`` within its
     interval (positive and negative weights apart), onnxruntime rounds the
-    resulting ``r * acc`` (half to even, within ``eps``), we (half up, within
-    our ``E``), an add, pool, ReLU and reshape are monotone in their inputs.
-    Both runs' values lie in the intervals; a value of ours outside them is
-    a wrong reference.  Where no input can differ,
-    an interval is one value except within ``eps`` of a rounding boundary,
-    so the bound is as sharp as the inputs allow.  The same assumptions as
-    :func:`network_bound` (docs/graph.md); ``model`` likewise.
+    resulting ``r * acc`` (half to even, within ``eps``), an add, pool, ReLU
+    and reshape are monotone in their inputs.  Where no input can differ, an
+    interval is one value except within ``eps`` of a rounding boundary, so the
+    bound is as sharp as the inputs allow.  Each of our requantized values is
+    checked the same way against its own inputs, within our ``E``
+    (``Certificate.wrong``).  The same assumptions as :func:`network_bound`
+    (docs/graph.md); ``model`` likewise.
     """
     env = reference.run_reference(graph, feeds, keep=True)
     integer = _integer_nodes(graph, model)
-    vals = graph.values
-    lo: dict[str, np.ndarray] = {}
-    hi: dict[str, np.ndarray] = {}
-    for name in graph.inputs:
-        lo[name] = hi[name] = env[name].astype(np.float64 if vals[name].qtype is None
-                                               else np.int64)
+    points = {k: v.astype(np.int64) if graph.values[k].qtype is not None else v
+              for k, v in env.items()}
+    lo = {name: points[name] for name in graph.inputs}
+    hi = dict(lo)
+    wrong = {}
     for node in graph.nodes:
-        x = node.inputs[0]
-        xq, yq = vals[x].qtype, vals[node.output].qtype
-        a = node.attrs
-        if node.op in ("conv", "dense"):
-            w, bias, r = _weights(node, graph)
-            shape = (1, -1) + (1,) * (2 if node.op == "conv" else 0)
-            xi = env[x].astype(np.int64) - xq.zero_point
-            dlo, dhi = lo[x] - env[x], hi[x] - env[x]
-            acc = _linear_acc(node, xi, w) + bias.reshape(shape)
-            if dlo.any() or dhi.any():
-                wp, wn = np.maximum(w, 0), np.minimum(w, 0)
-                acc_lo = acc + _linear_acc(node, dlo, wp) + _linear_acc(node, dhi, wn)
-                acc_hi = acc + _linear_acc(node, dhi, wp) + _linear_acc(node, dlo, wn)
+        lo[node.output], hi[node.output] = _interval(node, graph, env, lo, hi, integer)
+        if node.op in ("conv", "dense", "add") or _requantizing_pool(
+                node, graph.values[node.inputs[0]].qtype, graph.values[node.output].qtype):
+            low, high = _interval(node, graph, env, points, points, integer, ours=True)
+            y = points[node.output]
+            wrong[node.output] = int(((y < low) | (y > high)).sum())
+    return Certificate(graph, env, lo, hi, wrong)
+
+
+def _interval(node: Node, graph: Graph, env: Mapping[str, np.ndarray],
+              lo: Mapping[str, np.ndarray], hi: Mapping[str, np.ndarray], integer: set[str],
+              ours: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Where onnxruntime's values of ``node`` lie when its inputs lie in ``[lo, hi]``
+    (``ours``: where ours must, our fixed-point error ``E`` in place of its ``eps``)."""
+    vals = graph.values
+    x = node.inputs[0]
+    xq, yq = vals[x].qtype, vals[node.output].qtype
+    a = node.attrs
+    slack = 1e-9  # float64's own rounding in r * acc, far below any E or eps that matters
+    if node.op in ("conv", "dense"):
+        w, bias, r = _weights(node, graph)
+        shape = (1, -1) + (1,) * (2 if node.op == "conv" else 0)
+        xi = env[x].astype(np.int64) - xq.zero_point
+        dlo, dhi = lo[x] - env[x], hi[x] - env[x]
+        acc = _linear_acc(node, xi, w) + bias.reshape(shape)
+        if dlo.any() or dhi.any():
+            wp, wn = np.maximum(w, 0), np.minimum(w, 0)
+            acc_lo = acc + _linear_acc(node, dlo, wp) + _linear_acc(node, dhi, wn)
+            acc_hi = acc + _linear_acc(node, dhi, wp) + _linear_acc(node, dlo, wn)
+        else:
+            acc_lo = acc_hi = acc
+        r = r.reshape(shape)
+        t_lo, t_hi = acc_lo * r, acc_hi * r
+        t_abs = np.maximum(np.abs(t_lo), np.abs(t_hi))
+        if ours:
+            eps = _own_error(node) + slack
+        elif node.name in integer:
+            eps = _ort_error(t_abs, 0.0, 0, True)
+        else:
+            far = np.maximum(np.abs(lo[x] - xq.zero_point), np.abs(hi[x] - xq.zero_point))
+            terms = _linear_acc(node, far, np.abs(w)) + np.abs(bias).reshape(shape)
+            eps = _ort_error(t_abs, terms * r, w[0].size, False)
+        return _round_interval(t_lo, t_hi, eps, yq.zero_point, a["lo"], a["hi"])
+    if node.op == "add":
+        ops_ = [(lo[i], hi[i], vals[i].qtype) for i in node.inputs]
+        if "const" in a:
+            c = a["const"].astype(np.int64)
+            ops_.append((c, c, a["const_qtype"]))
+        t_lo = sum((lv - q.zero_point) * (q.scale / yq.scale) for lv, _, q in ops_)
+        t_hi = sum((hv - q.zero_point) * (q.scale / yq.scale) for _, hv, q in ops_)
+        eps = _own_error(node) + slack if ours else _add_error(_add_magnitude(
+            [(np.maximum(np.abs(lv), np.abs(hv)), q) for lv, hv, q in ops_], yq))
+        return _round_interval(t_lo, t_hi, eps, yq.zero_point, a["lo"], a["hi"])
+    if _requantizing_pool(node, xq, yq):
+        r = xq.scale / yq.scale
+        shape = lo[x].shape
+        n = shape[2] * shape[3] if a.get("global") else int(np.prod(a["kernel"]))
+        ends = []
+        for v in (lo[x], hi[x]):
+            v = (v - xq.zero_point).astype(np.float64)
+            if a.get("global"):
+                ends.append(v.sum(axis=(2, 3), keepdims=True) / n)
+            elif node.op == "maxpool":
+                ends.append(_window_reduce(node, reference._pad(v, a["pads"], -np.inf),
+                                           np.maximum))
             else:
-                acc_lo = acc_hi = acc
-            r = r.reshape(shape)
-            t_lo, t_hi = acc_lo * r, acc_hi * r
-            t_abs = np.maximum(np.abs(t_lo), np.abs(t_hi))
-            if node.name in integer:
-                eps = _ort_error(t_abs, 0.0, 0, True)
-            else:
-                far = np.maximum(np.abs(lo[x] - xq.zero_point), np.abs(hi[x] - xq.zero_point))
-                terms = _linear_acc(node, far, np.abs(w)) + np.abs(bias).reshape(shape)
-                eps = _ort_error(t_abs, terms * r, w[0].size, False)
-            eps = np.maximum(eps, _own_error(node))
-            lo_y, hi_y = _round_interval(t_lo, t_hi, eps, yq.zero_point, a["lo"], a["hi"])
-        elif node.op == "add":
-            ops_ = [(lo[i], hi[i], vals[i].qtype) for i in node.inputs]
-            if "const" in a:
-                c = a["const"].astype(np.int64)
-                ops_.append((c, c, a["const_qtype"]))
-            t_lo = sum((lv - q.zero_point) * (q.scale / yq.scale) for lv, _, q in ops_)
-            t_hi = sum((hv - q.zero_point) * (q.scale / yq.scale) for _, hv, q in ops_)
-            eps = np.maximum(_own_error(node), _add_error(_add_magnitude(
-                [(np.maximum(np.abs(lv), np.abs(hv)), q) for lv, hv, q in ops_], yq)))
-            lo_y, hi_y = _round_interval(t_lo, t_hi, eps, yq.zero_point, a["lo"], a["hi"])
-        elif _requantizing_pool(node, xq, yq):
-            r = xq.scale / yq.scale
-            shape = lo[x].shape
-            n = shape[2] * shape[3] if a.get("global") else int(np.prod(a["kernel"]))
-            ends = []
-            for v in (lo[x], hi[x]):
-                v = (v - xq.zero_point).astype(np.float64)
-                if a.get("global"):
-                    ends.append(v.sum(axis=(2, 3), keepdims=True) / n)
-                elif node.op == "maxpool":
-                    ends.append(_window_reduce(node, reference._pad(v, a["pads"], -np.inf),
-                                               np.maximum))
-                else:
-                    ends.append(_window_reduce(node, reference._pad(v, a["pads"], 0.0), np.add)
-                                / _pool_counts(node, shape))
-            t_abs = np.maximum(np.abs(ends[0]), np.abs(ends[1])) * r
-            eps = np.maximum(_ort_error(t_abs, r * _span(xq), n, node.name in integer),
-                             _pool_error(node, shape, xq, yq))
-            lo_y, hi_y = _round_interval(ends[0] * r, ends[1] * r, eps, yq.zero_point,
-                                         yq.qmin, yq.qmax)
-        elif node.op in ("relu", "reshape", "flatten", "maxpool"):  # monotone, exact
-            lo_y, hi_y = (reference.eval_node(node, graph, [v]).astype(v.dtype)
-                          for v in (lo[x], hi[x]))
-        elif node.op == "quantize":
-            if np.array_equal(lo[x], env[x]) and np.array_equal(hi[x], env[x]):
-                # the same float32 division, rounded half to even
-                lo_y = hi_y = env[node.output].astype(np.int64)
-            else:
-                lo_y, hi_y = _round_interval(lo[x] / yq.scale, hi[x] / yq.scale,
-                                             2**-20 * np.maximum(np.abs(lo[x]), np.abs(hi[x]))
-                                             / yq.scale, yq.zero_point, yq.qmin, yq.qmax)
-        elif node.op == "dequantize":
-            lo_y, hi_y = ((v - xq.zero_point) * xq.scale for v in (lo[x], hi[x]))
-            lo_y, hi_y = lo_y - 2**-22 * np.abs(lo_y), hi_y + 2**-22 * np.abs(hi_y)
-        elif node.op == "softmax":
-            lo_y, hi_y = _softmax_interval(lo[x], hi[x], a["axis"])
-        else:  # float pooling: its float32 sums may round apart; no interval here
-            raise GraphError(f"node {node.name!r} ({node.op} on float tensors): no certified "
-                             "interval for it")
-        lo[node.output], hi[node.output] = lo_y, hi_y
-    return Certificate(graph, env, lo, hi)
+                ends.append(_window_reduce(node, reference._pad(v, a["pads"], 0.0), np.add)
+                            / _pool_counts(node, shape))
+        t_abs = np.maximum(np.abs(ends[0]), np.abs(ends[1])) * r
+        eps = _pool_error(node, shape, xq, yq) + slack if ours else \
+            _ort_error(t_abs, r * _span(xq), n, node.name in integer)
+        return _round_interval(ends[0] * r, ends[1] * r, eps, yq.zero_point, yq.qmin, yq.qmax)
+    if node.op in ("relu", "reshape", "flatten", "maxpool"):  # monotone, exact
+        return tuple(reference.eval_node(node, graph, [v]).astype(v.dtype)
+                     for v in (lo[x], hi[x]))
+    if node.op == "quantize":
+        if np.array_equal(lo[x], env[x]) and np.array_equal(hi[x], env[x]):
+            y = env[node.output].astype(np.int64)  # the same float32 division, half to even
+            return y, y
+        return _round_interval(lo[x] / yq.scale, hi[x] / yq.scale,
+                               2**-20 * np.maximum(np.abs(lo[x]), np.abs(hi[x])) / yq.scale,
+                               yq.zero_point, yq.qmin, yq.qmax)
+    if node.op == "dequantize":
+        lo_y, hi_y = ((v - xq.zero_point) * xq.scale for v in (lo[x], hi[x]))
+        return lo_y - 2**-22 * np.abs(lo_y), hi_y + 2**-22 * np.abs(hi_y)
+    if node.op == "softmax":
+        return _softmax_interval(lo[x], hi[x], a["axis"])
+    # float pooling: its float32 sums may round apart; no interval here
+    raise GraphError(f"node {node.name!r} ({node.op} on float tensors): no certified "
+                     "interval for it")
 
 
 def _softmax_interval(lo: np.ndarray, hi: np.ndarray, axis: int):
@@ -603,10 +620,11 @@ class Assessment:
     ``bound``: :func:`network_bound` (any input), ``full`` the width of the
     output's int range (a bound that large says nothing); ``certified``,
     ``top1_certain`` and ``outside``: :func:`certify` (these inputs), the
-    last the number of values outside the certified intervals (0 unless an
+    last the number of values outside the proven intervals (0 unless an
     assumption of the proof fails or one side computes wrongly): ours at
-    every int tensor, onnxruntime's at the outputs and, where it can show
-    them, every int tensor; ``where`` names the first such tensor.
+    every requantized tensor (against their own inputs), onnxruntime's at
+    the outputs and, where it can show them, every int tensor; ``where``
+    names the first such tensor.
     In the units of ``agreement.max_lsb`` (LSB) or, for a float output, of
     ``max_diff``.  ``why`` says why a bound is missing.
     """
@@ -659,13 +677,13 @@ def assess(graph: Graph, feeds: Mapping[str, Any], ours: Mapping[str, np.ndarray
         cert = certify(graph, feeds, model)
     except GraphError as exc:
         cert, why = None, str(exc)
-    # values outside the intervals: ours at every int tensor, onnxruntime's at the outputs and,
-    # where it can show them without fusing the model otherwise, every int tensor
+    # values outside the intervals: ours at every requantized tensor, onnxruntime's at the
+    # outputs and, where it can show them without fusing the model otherwise, every int tensor
     outside: dict[str, int] = {}
     if cert is not None:
         ints = [n.output for n in graph.nodes if graph.values[n.output].qtype is not None]
-        for name in ints:
-            outside[f"ours in {name!r}"] = cert.outside(name, cert.ours[name])
+        for name, count in cert.wrong.items():
+            outside[f"ours in {name!r}"] = count
         for name in graph.outputs:
             outside[f"onnxruntime's {name!r}"] = cert.outside(name, theirs[name])
         if model is not None:
