@@ -355,6 +355,42 @@ def test_ort_quantized_digits_bit_exact_on_verilator():
     assert agreement.top1_equal == 12
 
 
+@pytest.mark.sim
+def test_ort_quantized_trained_resnet_style_network_bit_exact_on_verilator():
+    x, _ = digits_test_set()
+    with vta.open_device("verilator") as dev:
+        g, ref, report, agreement = _run(
+            _quantized("digits-resnet", form="qdq", per_channel=True, activations="int8"),
+            x[:16], dev)
+    assert report.cycles > 0 and all(n.cycles > 0 for n in report.vta_nodes)
+    assert len(report.vta_nodes) == 14 and agreement.top1_equal == 16
+
+
+def test_graph_run_reports_the_proven_bound_beside_the_measured_difference(tmp_path):
+    import json
+
+    x, _ = digits_test_set()
+    np.save(tmp_path / "x.npy", x[:24])
+    model = tmp_path / "resnet.onnx"
+    onnx.save(_quantized("digits-resnet", form="qoperator", per_channel=False,
+                         activations="uint8"), str(model))
+    result = _cli("graph", "run", model, "-i", tmp_path / "x.npy", "--json")
+    assert result.exit_code == 0, result.output
+    (ort,) = json.loads(result.output)["onnxruntime"]
+    ref = graph.run_reference(graph.load_onnx(model), {"input": x[:24]})
+    cert = judge.certify(graph.load_onnx(model), {"input": x[:24]}, model)
+    assert ort["bound_these_inputs"] == cert.row_steps("logits").max()
+    assert ort["top1_certain"] == cert.top1_certain("logits").sum() == 24
+    assert ort["max_lsb"] <= ort["bound_these_inputs"] + 1e-4 and ort["outside_bound"] == 0
+    assert np.array_equal(cert.ours["logits"], ref["logits"])
+    result = _cli("graph", "run", model, "-i", tmp_path / "x.npy")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.replace("│", " ").split())  # the table wraps the line
+    bound = f"{ort['bound_these_inputs']:g}"
+    assert f"proven: at most {bound} LSB on these inputs (top-1 certain on 24/24)" in text
+    assert "on any input only the full range (255 LSB)" in text
+
+
 # ------------------------------------------------------------- bad input, one line each
 def _cli(*args):
     from click.testing import CliRunner
@@ -412,7 +448,10 @@ def test_graph_quantize_command_and_cpu_hints_in_graph_run(tmp_path):
     assert [c["model"] for c in info["columns"]] == ["float", "int8 reference (VTA)",
                                                       "onnxruntime int8"]
     assert all(c["accuracy"] > 0.9 for c in info["columns"])
-    assert info["onnxruntime_agreement"]["top1_equal"] == 40
+    agreement = info["onnxruntime_agreement"]
+    assert agreement["top1_equal"] == 40 and agreement["outside_bound"] == 0
+    assert agreement["max_lsb"] <= agreement["bound_these_inputs"] + 1e-4 <= 256
+    assert agreement["bound_any_input"] == agreement["bound_full_range"] == 255
     assert {c["op"] for c in info["cpu_nodes"]} == {"quantize", "dequantize", "flatten"}
     g = graph.load_onnx(out)
     assert any(n.attrs.get("fixed") is not None and n.attrs["fixed"].rows for n in g.nodes)
