@@ -12,8 +12,10 @@
    top-1 agreement with onnxruntime and the largest difference in output
    LSBs, the proven bounds beside them (``vta.graph.judge.certify`` for these
    inputs with the inputs whose top-1 is certain, ``network_bound`` for any
-   input), accuracy (digits) of float / onnxruntime int8 / VTA, the largest
-   fixed-point error bound E of the model, bit-exactness.  Then, for every
+   input) and how many values of either run lie outside the proven
+   intervals (``judge.assess``; 0 unless something is wrong), accuracy
+   (digits) of float / onnxruntime int8 / VTA, the largest fixed-point error
+   bound E of the model, bit-exactness.  Then, for every
    input whose top-1 differs from onnxruntime's, the logits' margin and the
    layers where the two runs part (``trace``).
 2. **Before / after**: the shipped digits network (power-of-two scales, 360
@@ -153,8 +155,9 @@ def measured() -> list[tuple]:
     print("\n## onnxruntime-quantized models on VTA (golden)\n")
     print("| network | form | weights | activations | MACs on VTA | nodes on VTA | "
           "top-1 = onnxruntime | max LSB | proven LSB, these inputs | top-1 certain | "
-          "proven LSB, any input | accuracy float / ORT int8 / VTA | E max | bit-exact |")
-    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
+          "proven LSB, any input | outside proven | accuracy float / ORT int8 / VTA | E max | "
+          "bit-exact |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
     disagree = []
     for name, float_model, calib, x, y in _networks():
         fl = judge.run_onnxruntime(float_model, {"input": x})["logits"]
@@ -184,7 +187,7 @@ def measured() -> list[tuple]:
                   f"{kw['activations']} | {rep.mac_share():.2%} | "
                   f"{len(rep.vta_nodes)} of {len(rep.nodes)} | "
                   f"{agr.top1_equal}/{agr.count} | {agr.max_lsb:.0f} | {a.certified:.0f} | "
-                  f"{a.top1_certain}/{agr.count} | {a.bound:.0f} | {acc} | "
+                  f"{a.top1_certain}/{agr.count} | {a.bound:.0f} | {a.outside} | {acc} | "
                   f"{max(errs):.3f} | {'yes' if np.array_equal(out, ref['logits']) else 'NO'} |",
                   flush=True)
     return disagree
