@@ -236,28 +236,34 @@ def export_float(net: Net):
     return model
 
 
+def load_split(seed: int):
+    """scikit-learn's bundled digits (uint8 0..16), split 80/20 stratified by ``seed``:
+    ``(x_train, x_test, y_train, y_test)``."""
+    try:
+        from sklearn.datasets import load_digits
+        from sklearn.model_selection import train_test_split
+    except ImportError:
+        raise SystemExit("scikit-learn is needed: pip install -e '.[train]'") from None
+    digits = load_digits()
+    return train_test_split(digits.images.astype(np.uint8), digits.target, test_size=0.2,
+                            random_state=seed, stratify=digits.target)
+
+
+def to_float(im: np.ndarray) -> np.ndarray:
+    """Images as the float network's input: (N, 1, 8, 8) in [0, 1]."""
+    return (im.astype(np.float32) / 16.0)[:, None]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT, help="output folder")
     args = parser.parse_args()
-    try:
-        from sklearn.datasets import load_digits
-        from sklearn.model_selection import train_test_split
-    except ImportError:
-        raise SystemExit("scikit-learn is needed: pip install -e '.[train]'") from None
+    x_tr, x_te, y_tr, y_te = load_split(args.seed)
     import onnx
 
     from vta import graph
-
-    digits = load_digits()
-    images = digits.images.astype(np.uint8)  # 0..16
-    x_tr, x_te, y_tr, y_te = train_test_split(images, digits.target, test_size=0.2,
-                                              random_state=args.seed, stratify=digits.target)
-
-    def to_float(im: np.ndarray) -> np.ndarray:
-        return (im.astype(np.float32) / 16.0)[:, None]
 
     net = Net(args.seed)
     train(net, to_float(x_tr), y_tr, args.epochs, args.seed)

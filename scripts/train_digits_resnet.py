@@ -35,7 +35,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from train_digits import OUT, Conv, Dense, train
+from train_digits import OUT, Conv, Dense, load_split, to_float, train
 
 
 class MaxPool3:
@@ -169,21 +169,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT, help="output folder")
     args = parser.parse_args()
-    try:
-        from sklearn.datasets import load_digits
-        from sklearn.model_selection import train_test_split
-    except ImportError:
-        raise SystemExit("scikit-learn is needed: pip install -e '.[train]'") from None
+    x_tr, x_te, y_tr, y_te = load_split(0)  # train_digits.py's split: the same held-out images
     import onnx
-
-    digits = load_digits()
-    images = digits.images.astype(np.uint8)  # 0..16
-    # the split of train_digits.py (its seed 0): the same held-out images
-    x_tr, x_te, y_tr, y_te = train_test_split(images, digits.target, test_size=0.2,
-                                              random_state=0, stratify=digits.target)
-
-    def to_float(im: np.ndarray) -> np.ndarray:
-        return (im.astype(np.float32) / 16.0)[:, None]
 
     net = ResNet(args.seed)
     train(net, to_float(x_tr), y_tr, args.epochs, args.seed)

@@ -345,25 +345,16 @@ def test_matmul_then_constant_add_bias_fuses_into_the_dense_layer():
 
 
 @pytest.mark.sim
-def test_ort_quantized_digits_bit_exact_on_verilator():
+@pytest.mark.parametrize("which,kw,count,vta_nodes", [
+    ("digits", dict(form="qoperator", per_channel=True, activations="uint8"), 12, 5),
+    ("digits-resnet", dict(form="qdq", per_channel=True, activations="int8"), 16, 14)],
+    ids=["digits", "trained-resnet-style"])
+def test_ort_quantized_models_bit_exact_on_verilator(which, kw, count, vta_nodes):
     x, _ = digits_test_set()
     with vta.open_device("verilator") as dev:
-        g, ref, report, agreement = _run(
-            _quantized("digits", form="qoperator", per_channel=True, activations="uint8"),
-            x[:12], dev)
+        g, ref, report, agreement = _run(_quantized(which, **kw), x[:count], dev)
     assert report.cycles > 0 and all(n.cycles > 0 for n in report.vta_nodes)
-    assert agreement.top1_equal == 12
-
-
-@pytest.mark.sim
-def test_ort_quantized_trained_resnet_style_network_bit_exact_on_verilator():
-    x, _ = digits_test_set()
-    with vta.open_device("verilator") as dev:
-        g, ref, report, agreement = _run(
-            _quantized("digits-resnet", form="qdq", per_channel=True, activations="int8"),
-            x[:16], dev)
-    assert report.cycles > 0 and all(n.cycles > 0 for n in report.vta_nodes)
-    assert len(report.vta_nodes) == 14 and agreement.top1_equal == 16
+    assert len(report.vta_nodes) == vta_nodes and agreement.top1_equal == count
 
 
 def test_graph_run_reports_the_proven_bound_beside_the_measured_difference(tmp_path):
