@@ -53,7 +53,8 @@ def graph_cmd() -> None:
 @output_option("--output", "-o", metavar="FILE",
                help="write the outputs to this .npz file")
 @click.option("--ort/--no-ort", "use_ort", default=None,
-              help="compare with onnxruntime (default: when it is installed)")
+              help="compare with onnxruntime, with the proven bound on the difference "
+                   "(default: when it is installed)")
 @output_option("--trace", "trace_file", metavar="FILE",
                help="write the per-instruction trace of the inference to this file")
 @click.option("--tuning-log", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -175,7 +176,8 @@ def quantize_cmd(model: Path, calib: Path, output: Path, per_channel: bool, sche
 
     Writes the int8 model, then compares side by side on the evaluation
     inputs: the float model, the int8 model on the int8 reference (what VTA
-    computes, checked on the golden model) and on onnxruntime; the share of
+    computes, checked on the golden model) and on onnxruntime, with the
+    proven bound on how far those two can be apart; the share of
     multiply-accumulates that run on VTA; and for each node left on the CPU
     why, and what to change.
 
