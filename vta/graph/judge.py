@@ -12,11 +12,15 @@ to later layers.
 * :func:`network_bound` -- proven for any input: the largest difference each
   tensor can reach, propagated layer by layer through the weights
   (docs/graph.md, "A bound for the whole network").
-* :func:`certify` -- proven for given inputs: from the int8 reference's own
-  values, the interval each onnxruntime value must lie in, hence the largest
-  possible difference and the inputs whose top-1 cannot change.
-* :func:`onnxruntime_values` -- onnxruntime's intermediate tensors, to see
-  where two runs part.
+* :func:`certify` -- proven for given inputs: the interval each onnxruntime
+  value must lie in, hence the largest possible difference from ours and the
+  inputs whose top-1 cannot change; and each of our values checked against
+  its own inputs.
+* :func:`assess` -- all three for the outputs of a run, and the values of
+  either run outside the proven intervals (what ``vta graph run`` and ``vta
+  graph quantize`` print).
+* :func:`onnxruntime_values`, :func:`layer_differences` -- onnxruntime's
+  intermediate tensors, to see where two runs part.
 """
 
 from __future__ import annotations
@@ -188,7 +192,7 @@ _INTEGER_KERNELS = {"QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd",
 
 
 def _integer_nodes(graph: Graph, model: Any) -> set[str]:
-    """Nodes made from a QOperator operator of ``model`` (None: no node is known to be)."""
+    """Nodes made from a QOperator operator of ``model`` (none without a model)."""
     if model is None:
         return set()
     ops = {n.name or f"{n.op_type}_{i}": n.op_type
