@@ -413,7 +413,7 @@ def test_folded_add_refusals(device):
                           other=other)
     # an epilogue ending MIN then MAX clamps as well; a row step after the clamp does not
     clamped = ops.Epilogue(0, (), ((AluOp.MIN, 100, False), (AluOp.MAX, -5, False)))
-    assert ops._final_clamp(clamped) == (-5, 100)
+    assert ops.epilogue._final_clamp(clamped) == (-5, 100)
     assert ops.Residual.of_steps([], [(AluOp.ADD, 3)], []) is None  # a zero point
     assert ops.Residual.of_steps([], [(AluOp.MUL, 99)], []).other_mult == 99
     with pytest.raises(ValueError, match=r"must have the output's packed shape"):

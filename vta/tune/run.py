@@ -130,7 +130,7 @@ def layers_of(model: Any, cfg: Config, input_shapes: Mapping[str, tuple] | None 
         found = ex.vta_layers(input_shapes)
     by_key: dict[tuple, list[str]] = {}
     for name, (data, kernel, stride, pad, rows, residual) in found.items():
-        key = ops._layer(data, kernel, stride, pad, rows, residual)
+        key = ops.layer_key(data, kernel, stride, pad, rows, residual)
         by_key.setdefault(key, []).append(name)
     return [Layer(key, tuple(names)) for key, names in by_key.items()]
 
@@ -144,7 +144,7 @@ def resnet_layers(names: Iterable[str], cfg: Config) -> list[Layer]:
         h, w, c, o, k, p, s = ops.RESNET18_LAYERS[name]
         data = (1, -(-c // cfg.BLOCK_IN), h, w)
         kernel = (-(-o // cfg.BLOCK_OUT), data[1], k, k)
-        out.append(Layer(ops._layer(data, kernel, s, p, True), (name,)))
+        out.append(Layer(ops.layer_key(data, kernel, s, p, True), (name,)))
     return out
 
 
