@@ -263,16 +263,33 @@ def test_a_planted_rounding_error_in_the_reference_is_caught(monkeypatch, plant)
     assert clean.outside == 0
     good = fixed.round_shift
 
-    def planted(v, s):
-        v = np.asarray(v, dtype=np.int64)
-        return good(v + (1 << (np.asarray(s) - 1)), s) if plant == "round up" else \
-            np.asarray(v) >> np.asarray(s)
+    def planted(v, s):  # "round up": floor(v / 2**s + 1); "truncate": floor(v / 2**s)
+        v, s = np.asarray(v, dtype=np.int64), np.asarray(s, dtype=np.int64)
+        if plant == "round up":
+            return good(v + np.where(s > 0, 1 << np.maximum(s - 1, 0), 0), s)
+        return v >> s
 
     monkeypatch.setattr(fixed, "round_shift", planted)
     ours = graph.run_reference(g, {"input": x})
     (a,) = judge.assess(g, {"input": x}, ours, theirs, model)
     assert a.outside > 0 and a.where == "ours in 'stem_quantized'"  # the first layer already
     assert "OUTSIDE the proven intervals, first ours in 'stem_quantized'" in a.describe()
+
+
+def test_onnxruntime_outside_its_proven_interval_is_reported():
+    """A logit of onnxruntime moved by 2 LSB (a kernel that computes otherwise): outside."""
+    model = _quantized("digits-resnet", form="qdq", per_channel=False, activations="int8")
+    g = graph.load_onnx(model)
+    x = digits_test_set()[0][:30]
+    theirs = judge.run_onnxruntime(model, {"input": x})
+    ours = graph.run_reference(g, {"input": x})
+    cert = judge.certify(g, {"input": x}, model)
+    row = int(np.argmin(cert.row_steps("logits")))  # the sharpest row
+    assert cert.row_steps("logits")[row] <= 1
+    moved = theirs["logits"].copy()
+    moved[row, 3] += 2 * judge.output_lsb(g, "logits")
+    (a,) = judge.assess(g, {"input": x}, ours, {"logits": moved}, model)
+    assert (a.outside, a.where) == (1, "onnxruntime's 'logits'")
 
 
 @pytest.mark.parametrize("kw", [_FORMS[1], _FORMS[6]],
