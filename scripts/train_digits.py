@@ -199,7 +199,7 @@ def export(net: Net, calib: np.ndarray, form: str = "qdq"):
 
 def export_float(net: Net):
     """The float network as ONNX (Conv, Relu, Add, Flatten, Gemm), for onnxruntime's quantizer."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     inits, nodes = [], []
 
@@ -223,12 +223,21 @@ def export_float(net: Net):
     c3 = conv(a2, net.conv3, "c3")
     nodes.append(helper.make_node("Add", [a2, c3], ["s3"], name="residual"))
     a3 = relu("s3", "a3")
-    nodes.append(helper.make_node("Flatten", [a3], ["flat"], name="flatten", axis=1))
-    nodes.append(helper.make_node("Gemm", ["flat", const(net.fc.w, "fc.w"),
-                                           const(net.fc.b, "fc.b")], ["logits"], name="fc",
-                                  transB=1))
+    return float_model("digits_float", nodes, inits, a3, net.fc)
+
+
+def float_model(name: str, nodes: list, inits: list, features: str, fc: Dense):
+    """The float ONNX model: ``nodes`` on ``input`` (N, 1, 8, 8), then Flatten and the dense
+    layer ``fc`` (Gemm) to ``logits`` (N, 10)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = inits + [numpy_helper.from_array(fc.w.astype(np.float32), "fc.w"),
+                     numpy_helper.from_array(fc.b.astype(np.float32), "fc.b")]
+    nodes = nodes + [helper.make_node("Flatten", [features], ["flat"], name="flatten", axis=1),
+                     helper.make_node("Gemm", ["flat", "fc.w", "fc.b"], ["logits"], name="fc",
+                                      transB=1)]
     graph = helper.make_graph(
-        nodes, "digits_float",
+        nodes, name,
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 8, 8])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])

@@ -35,7 +35,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from train_digits import OUT, Conv, Dense, load_split, to_float, train
+from train_digits import OUT, Conv, Dense, float_model, load_split, to_float, train
 
 
 class MaxPool3:
@@ -119,7 +119,7 @@ class ResNet:
 
 def export_float(net: ResNet):
     """The float network as ONNX, for onnxruntime's quantizer."""
-    from onnx import TensorProto, checker, helper, numpy_helper
+    from onnx import checker, helper, numpy_helper
 
     inits, nodes = [], []
 
@@ -149,16 +149,7 @@ def export_float(net: ResNet):
         nodes.append(helper.make_node("Add", [skip, y], [f"{name}.add"], name=f"{name}.add"))
         h = relu(f"{name}.add")
     nodes.append(helper.make_node("GlobalAveragePool", [h], ["gap"], name="gap"))
-    nodes.append(helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1))
-    nodes.append(helper.make_node("Gemm", ["flat", const(net.fc.w, "fc.w"),
-                                           const(net.fc.b, "fc.b")], ["logits"], name="fc",
-                                  transB=1))
-    graph = helper.make_graph(
-        nodes, "digits_resnet_float",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 8, 8])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
+    model = float_model("digits_resnet_float", nodes, inits, "gap", net.fc)
     checker.check_model(model)
     return model
 
