@@ -711,7 +711,8 @@ def _shrink_failures(client, plan: Plan, failed: list[list[dict[str, Any]]], ref
                 if result["status"] != "no-repro":
                     break
                 no_repro.append(record["seed"])
-                record, result = other, submit(other).result()
+                record = other  # (an error then names this one)
+                result = submit(other).result()
         except Exception as exc:  # noqa: BLE001
             result = {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
         name = f"{record['config']}-seed{record['seed']}"
