@@ -375,6 +375,7 @@ def test_ort_quantized_models_bit_exact_on_verilator(which, kw, count, vta_nodes
 
 
 def test_graph_run_reports_the_proven_bound_beside_the_measured_difference(tmp_path):
+    """The bound for any input always; with --bound, the one for these inputs too."""
     import json
 
     x, _ = digits_test_set()
@@ -385,13 +386,18 @@ def test_graph_run_reports_the_proven_bound_beside_the_measured_difference(tmp_p
     result = _cli("graph", "run", model, "-i", tmp_path / "x.npy", "--json")
     assert result.exit_code == 0, result.output
     (ort,) = json.loads(result.output)["onnxruntime"]
+    assert ort["bound_these_inputs"] is None and ort["outside_bound"] is None
+    assert ort["bound_any_input"] == ort["bound_full_range"] == 255
+    result = _cli("graph", "run", model, "-i", tmp_path / "x.npy", "--json", "--bound")
+    assert result.exit_code == 0, result.output
+    (ort,) = json.loads(result.output)["onnxruntime"]
     ref = graph.run_reference(graph.load_onnx(model), {"input": x[:24]})
     cert = judge.certify(graph.load_onnx(model), {"input": x[:24]}, model)
     assert ort["bound_these_inputs"] == cert.row_steps("logits").max()
     assert ort["top1_certain"] == cert.top1_certain("logits").sum() == 24
     assert ort["max_lsb"] <= ort["bound_these_inputs"] + 1e-4 and ort["outside_bound"] == 0
     assert np.array_equal(cert.ours["logits"], ref["logits"])
-    result = _cli("graph", "run", model, "-i", tmp_path / "x.npy")
+    result = _cli("graph", "run", model, "-i", tmp_path / "x.npy", "--bound")
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.replace("│", " ").split())  # the table wraps the line
     bound = f"{ort['bound_these_inputs']:g}"
