@@ -7,6 +7,7 @@ test; one slice runs the tiny preset on Verilator.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -634,6 +635,26 @@ def test_resume_runs_only_what_is_missing(tmp_path):
     path.write_text(json.dumps(header) + "\n")
     with pytest.raises(run.RegressError, match="generator version 0"):
         run.regress(None, tmp_path, resume=True)
+
+
+def test_a_second_cluster_on_the_machine_warns_of_nothing(tmp_path):
+    """Dask's HTTP port (8787) taken, as by another run on this machine: the local cluster
+    takes another one without a warning on the user's terminal."""
+    import socket
+    import warnings
+
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with contextlib.suppress(OSError):  # already taken by someone else: as good
+            taken.bind(("", 8787))
+            taken.listen()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            summary = run.regress(run.Plan.of("golden", [TINY], 2), tmp_path, workers=1,
+                                  processes=False)
+    assert summary.ok and summary.ran == 2
+    assert not [w for w in caught if "already in use" in str(w.message)], \
+        [str(w.message) for w in caught]
 
 
 def test_generator_version_end_to_end(tmp_path):

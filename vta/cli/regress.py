@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .common import EXIT_DIFFER, farm_progress, output_option
+from .common import EXIT_DIFFER, farm_options, farm_progress, output_option
 
 EXAMPLES = """
 \b
@@ -48,13 +48,7 @@ Examples:
               help="the generator version whose schedule gives each seed's kind (1: the "
               "kinds and schedule before the targeted kinds)  [default: 2; with --resume: "
               "the file's, and a different one is refused]")
-@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
-              help="local worker processes (default: one per core)")
-@click.option("--cluster", default=None, metavar="ADDRESS",
-              help="run on an existing Dask cluster (scheduler address, e.g. "
-              "tcp://host:8786) instead of a local one")
-@click.option("--ship/--no-ship", default=True, show_default=True,
-              help="with --cluster: upload this vta package to the workers")
+@farm_options
 @output_option("--out", "-o", folder=True, default=Path("vta-regress"), show_default=True,
                help="output folder (created): results.jsonl, summary.json, junit.xml, "
                "report.html, shrunk programs")

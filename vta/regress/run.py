@@ -26,6 +26,7 @@ import signal
 import threading
 import time
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -409,7 +410,11 @@ def connect(workers: int | None = None, cluster: str | None = None, *,
             # the worker processes inherit it: one BLAS thread each (see tests/conftest.py)
             for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
                 os.environ.setdefault(var, "1")
-            with _sigint_ignored():  # the workers inherit it: Ctrl-C is the client's alone
+            with _sigint_ignored(), warnings.catch_warnings():
+                # the workers inherit SIGINT's disposition: Ctrl-C is the client's alone; the
+                # scheduler's HTTP server takes another port when another cluster on this
+                # machine has Dask's 8787, and says so in a warning that means nothing here
+                warnings.filterwarnings("ignore", message="Port .* is already in use")
                 local = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
                                      dashboard_address=None, silence_logs=logging.ERROR)
             client = Client(local)
