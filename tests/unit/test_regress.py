@@ -27,7 +27,7 @@ from vta.golden import GoldenModel, SpecModel
 from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, Uop, encode_stream
 from vta.progfile import elem_bytes
 from vta.progfile.lint import lint
-from vta.regress import coverage, races, run, triage
+from vta.regress import coverage, races, reports, run, triage
 from vta.regress.check import Session
 from vta.regress.configs import parse_configs, random_config
 from vta.regress.generator import (
@@ -79,6 +79,25 @@ class Killer(GoldenModel):
 
 
 # ------------------------------------------------------------------ generator
+#: The tests that draw the HTML report's figures; elsewhere each is a placeholder, since
+#: matplotlib takes about 1.2 s a run to draw them and most tests here start several runs.
+DRAWS_FIGURES = {"test_records_carry_what_reproduces_them"}
+
+
+@pytest.fixture(autouse=True)
+def _figures_drawn_where_checked(request, monkeypatch):
+    if request.node.originalname in DRAWS_FIGURES:
+        return
+
+    def placeholder(fig) -> str:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        return '<img alt="figure not drawn in this test">'
+
+    monkeypatch.setattr(reports, "_png", placeholder)
+
+
 def _digest(cfg: vta.Config, seeds, version: int = VERSION) -> str:
     h = hashlib.sha256()
     for s in seeds:
