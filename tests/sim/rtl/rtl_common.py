@@ -293,6 +293,17 @@ async def handshake(dut, valid: str, ready: str, **payload) -> None:
     getattr(dut, valid).value = 0
 
 
+async def wait_high(dut, signal: str, why: str, max_cycles: int = 20000) -> None:
+    """Wait for ``signal`` high at a rising edge; fail naming ``why`` after ``max_cycles``."""
+    from cocotb.triggers import RisingEdge
+
+    for _ in range(max_cycles):
+        if int(getattr(dut, signal).value):
+            return
+        await RisingEdge(dut.clk)
+    raise AssertionError(f"{why}: {signal} still low after {max_cycles} cycles")
+
+
 async def send_cmd(dut, word: int, index: int):
     """Hand one {index, instruction} entry to an engine's command port."""
     await handshake(dut, "cmd_valid", "cmd_ready", cmd_data=(index << 128) | word)
@@ -336,7 +347,7 @@ async def expect_fault(dut, cfg, insn, code, index: int, idle: str = "rd_idle",
                        hold: str | None = None) -> None:
     """``insn`` must fault with ``code`` at ``index`` (with input ``hold`` high meanwhile,
     e.g. a token queue's ``full``); the engine is halted until ``idle``, then released."""
-    from cocotb.triggers import ClockCycles, RisingEdge
+    from cocotb.triggers import ClockCycles
 
     if hold:
         getattr(dut, hold).value = 1
@@ -344,8 +355,7 @@ async def expect_fault(dut, cfg, insn, code, index: int, idle: str = "rd_idle",
     assert (kind, seen) == ("err", {"err_code": int(code), "index": index}), (insn, seen)
     dut.halt.value = 1
     await ClockCycles(dut.clk, 3)
-    while not int(getattr(dut, idle).value):
-        await RisingEdge(dut.clk)
+    await wait_high(dut, idle, f"instruction {index} faulted and halted")
     dut.halt.value = 0
     if hold:
         getattr(dut, hold).value = 0

@@ -45,6 +45,7 @@ from rtl_common import (
     send_cmd,
     sim_params,
     start_engine,
+    wait_high,
     write_port,
 )
 from rtl_programs import ADD, FINISH, MAX, MIN, MUL, SHR, Kernels, alu, gemm, load, uop_bytes
@@ -314,16 +315,14 @@ async def one_uop_per_cycle(dut):
     await bench.execute([bench.lay.kernels.load(UOP_ADDR)])
     big = gemm(bench.lay.fast, 16, 4)  # 4 micro-ops x 64 iterations
     cocotb.start_soon(send_cmd(dut, insn_word(big, bench.cfg), bench.index))
-    while not int(dut.evt_start.value):
+    await wait_high(dut, "evt_start", "a 256-micro-op GEMM sent")
+    for _ in range(256 + 16):
         await RisingEdge(dut.clk)
-    cycles = 0
-    while True:
-        await RisingEdge(dut.clk)
-        cycles += 1
         if int(dut.evt_retire.value):
             assert int(dut.gemm_uops.value) == 256
             break
-    assert cycles <= 256 + 16, f"256 micro-ops took {cycles} cycles"
+    else:
+        raise AssertionError("256 micro-ops took more than 256 + 16 cycles")
     bench.index += 1
     bench.golden([big])
     await bench.compare_all_bits("256-micro-op GEMM")
@@ -350,8 +349,7 @@ async def reset_during_mul(dut):
     # one MUL micro-op at D or at E in every cycle: two offsets
     for offset in (20, 21):
         cocotb.start_soon(send_cmd(dut, insn_word(MUL_ALL, bench.cfg), bench.index))
-        while not int(dut.evt_start.value):
-            await RisingEdge(dut.clk)
+        await wait_high(dut, "evt_start", f"a MUL sent to be reset {offset} cycles in")
         await ClockCycles(dut.clk, offset)
         await FallingEdge(dut.clk)
         dut.rst.value = 1

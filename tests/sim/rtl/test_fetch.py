@@ -18,7 +18,7 @@ import cocotb
 import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 from compare import assert_same
-from rtl_common import cfg_from_env, run_wrapper, sim_params, start_engine
+from rtl_common import cfg_from_env, run_wrapper, sim_params, start_engine, wait_high
 
 MEM = 1 << 18
 
@@ -102,8 +102,7 @@ async def dispatch(dut):
         await FallingEdge(dut.clk)
         dut.halt.value = 1
         await ClockCycles(dut.clk, 2)
-        while not int(dut.rd_idle.value):
-            await RisingEdge(dut.clk)
+        await wait_high(dut, "rd_idle", f"fault {code!r} at {index} halted")
         dut.halt.value = 0
 
     # undefined opcode at index 37: the 37 before it are dispatched, nothing after
