@@ -30,6 +30,8 @@
  * halt in the cycle it is made; `start` clears them for the next run.
  */
 `include "vta_isa.vh"
+`include "vta_regs.vh"
+`include "vta_cfg.vh"
 
 module vta_status #(
     // AXI address width (the bus-error addresses)
@@ -117,9 +119,6 @@ module vta_status #(
     output wire [31:0]             tokens,
     output reg  [`VTA_NUM_COUNTERS*32-1:0] cnt_inc
 );
-
-`include "vta_regs.vh"
-`include "vta_cfg.vh"
 
 localparam QW = LOG_QUEUE_DEPTH + 2;
 localparam TCW = $clog2(`VTA_TOKEN_QUEUE_DEPTH + 1);

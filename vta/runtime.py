@@ -243,6 +243,7 @@ class CommandQueue:
         self._uop_sram_end = 0
         self._uop_chunks: list[bytes] = []
         self._uops_staged = 0
+        self._last_uop_load: Insn | None = None
 
     @property
     def insns(self) -> list[Insn]:
@@ -530,7 +531,13 @@ class CommandQueue:
         return word.astype("<u4").tobytes()
 
     def _place(self, kernel: UopKernel) -> None:
-        """Make ``kernel`` resident, emitting its UOP LOAD (upstream ``UopQueue::Push``)."""
+        """Make ``kernel`` resident, emitting its UOP LOAD (upstream ``UopQueue::Push``).
+
+        A kernel placed right after another one's UOP LOAD (nothing queued in
+        between, no pop waiting for the compute stage, contiguous in the
+        micro-op buffer and in staging) extends that LOAD instead: preloaded
+        kernels (:meth:`preload`) are one LOAD.
+        """
         if kernel.cached:
             return
         n = kernel.size
@@ -547,10 +554,19 @@ class CommandQueue:
         offset = self._uops_staged
         self._uop_chunks.append(kernel.raw)
         self._uops_staged += n
-        self._create(COMPUTE_STAGE, MemInsn(
-            opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=begin,
-            dram_base=self._uop_buf.addr // isa.UOP_BYTES + offset, y_size=1, x_size=n,
-            x_stride=n))
+        dram_base = self._uop_buf.addr // isa.UOP_BYTES + offset
+        last = self._insns[-1] if self._insns else None
+        if (last is not None and last is self._last_uop_load
+                and last.sram_base + last.x_size == begin
+                and last.dram_base + last.x_size == dram_base
+                and last.x_size + n <= _MAX_16
+                and self.pending_pops(COMPUTE_STAGE) == (0, 0)):
+            last.x_size += n
+            last.x_stride = last.x_size
+            return
+        self._last_uop_load = self._create(COMPUTE_STAGE, MemInsn(
+            opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=begin, dram_base=dram_base,
+            y_size=1, x_size=n, x_stride=n))
 
     @staticmethod
     def _compute_insn(kernel: UopKernel, begin: int, end: int) -> Insn:
@@ -575,7 +591,7 @@ class CommandQueue:
                        src_factor_out=outer[2], src_factor_in=inner[2],
                        alu_opcode=kernel.opcode, use_imm=kernel.use_imm, imm=kernel.imm)
 
-    def _push_op(self, key: Hashable, finit: Callable[[], Any], mode: int) -> Insn:
+    def _kernel_for(self, key: Hashable, finit: Callable[[], Any], mode: int) -> UopKernel:
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._record(key, finit, mode)
@@ -584,10 +600,30 @@ class CommandQueue:
             raise ValueError(f"kernel {key!r} is cached as a "
                              f"{'ALU' if kernel.mode == MODE_ALU else 'GEMM'} kernel; it cannot "
                              f"be pushed as {'ALU' if mode == MODE_ALU else 'GEMM'}")
+        return kernel
+
+    def _push_op(self, key: Hashable, finit: Callable[[], Any], mode: int) -> Insn:
+        kernel = self._kernel_for(key, finit, mode)
         self._ensure_room(2, 0 if kernel.cached else kernel.size)
         self._place(kernel)
         insn = self._compute_insn(kernel, kernel.sram_begin, kernel.sram_end)
         return self._create(COMPUTE_STAGE, insn)
+
+    def preload(self, key: Hashable, finit: Callable[[], Any], mode: int) -> UopKernel:
+        """Make the kernel under ``key`` resident now, without running it.
+
+        Records it as :meth:`push_gemm` / :meth:`push_alu` would (``mode``:
+        :data:`MODE_GEMM` or :data:`MODE_ALU`) and queues its UOP LOAD; kernels
+        preloaded one after another share one LOAD.  A stream that preloads
+        every kernel it uses before its first GEMM keeps the compute engine's
+        micro-op loads out of the way of the load engine's transfers (they
+        share the DRAM bus).  Returns the kernel.
+        """
+        kernel = self._kernel_for(key, finit, mode)
+        if not kernel.cached:
+            self._ensure_room(1, kernel.size)
+            self._place(kernel)
+        return kernel
 
     def push_gemm(self, key: Hashable, finit: Callable[[], Any]) -> GemmInsn:
         """Append a GEMM running the kernel cached under ``key`` (upstream ``VTAPushGEMMOp``).

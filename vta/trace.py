@@ -31,6 +31,7 @@ the same token effects.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -508,3 +509,44 @@ def plot_timeline(steps: Iterable[Step], path: str | Path, title: str = "VTA run
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+# ------------------------------------------------------------------ roofline
+def roofline(steps: Iterable[Step], cfg: Config) -> dict:
+    """The engines' busy time of a run against the roofline of the work it issued.
+
+    The bound (:mod:`vta.roofline`) is computed from the retired instructions
+    alone: their micro-ops and the bytes their LOADs and STOREs move.
+    Returns ``{"bound": Bound.as_dict(), "cycles": span or None, "engines":
+    {engine: {"busy": cycles or None, "bound": cycles}}}`` (busy and the span
+    are None without cycles: the golden model).
+    """
+    from . import roofline as rf
+
+    steps = list(steps)
+    bound = rf.bound(cfg, rf.program_work(cfg, (decode_word(s.record.raw, cfg) for s in steps)))
+    timed = bool(steps) and all(s.record.cycle is not None and s.busy is not None
+                                for s in steps)
+    span = None
+    if timed:
+        span = max(s.record.cycle for s in steps) - min(s.record.dispatch for s in steps)
+    engines = {}
+    for engine in MODULES:
+        busy = sum(s.busy for s in steps if s.module == engine) if timed else None
+        engines[engine] = {"busy": busy, "bound": math.ceil(bound.resources[engine])}
+    return {"bound": bound.as_dict(), "cycles": span, "engines": engines}
+
+
+def format_roofline(info: dict) -> str:
+    """One line of :func:`roofline`'s figures."""
+    b = info["bound"]
+    parts = [f"roofline of the issued work: {b['cycles']:,} cycles ({b['binding']} binds)"]
+    if info["cycles"]:
+        parts[0] += f"; the run took {info['cycles']:,} ({b['cycles'] / info['cycles']:.1%} " \
+                    "of the roofline)"
+    for engine, e in info["engines"].items():
+        if e["busy"] is None:
+            parts.append(f"{engine} needs {e['bound']:,}")
+        else:
+            parts.append(f"{engine} busy {e['busy']:,} of {e['bound']:,} needed")
+    return "; ".join(parts)

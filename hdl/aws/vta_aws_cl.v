@@ -6,14 +6,14 @@
  * vta_aws_cl: VTA as AWS custom logic, independent of the shell's port names
  * (vta_aws_f1 and vta_aws_f2 map those onto this module).
  *
- *   rst_n (shell, active low) --> one register --> rst (active high) for everything
+ *   rst_n (shell, active low) --> root register --> one register per block (active high)
  *
  *   OCL (BAR0) --> [vta_aws_ocl] --> vta_top s_axil       (VTA registers at 0x0000)
  *                        |-------> wrapper registers         (0x1000: vta/aws/regs.py)
  *
  *   PCIS (BAR4) --> [vta_aws_idq] --> s0 +-------------+
  *                                         | vta_aws_xbar | --> card memory (AXI4, 512)
- *   vta_top m_axi --> [vta_aws_upsize] --> s1 +---------+
+ *   vta_top m_axi --> [AR/AW/W slices] --> [vta_aws_upsize] --> s1 +---------+
  *
  *   vta_top irq --> rising edge --> irq_req pulse (user interrupt 0), one at a time
  *
@@ -146,17 +146,34 @@ localparam DW = 1 << LOG_BUS_WIDTH;
 // ports are 64 bits wide, so VTA's addresses are zero-extended
 localparam VTA_ADDR_WIDTH = 48;
 
-// ------------------------------------------------------------ reset, FLR
-// the shell's rst_main_n is synchronous to clk_main_a0: one register adapts it
-reg rst_reg, flr_q_reg, flr_done_reg;
-wire rst = rst_reg;
+// ------------------------------------------------------------ reset tree, FLR
+// The shell's rst_main_n is synchronous to clk_main_a0: no synchronizer.  Pipelined as
+// AWS's examples do, registered per block: a root register takes rst_n and a
+// function-level reset, and each block has its own register fed by the root, which the
+// placer puts next to its block -- no single net reaches the whole design across SLRs
+// (VTA's reset alone has thousands of loads).  Every block leaves reset in the same cycle.
+// The HDK's synthesis keeps the per-block copies (-keep_equivalent_registers).
+localparam RST_VTA = 0, RST_OCL = 1, RST_UPSIZE = 2, RST_IDQ = 3, RST_XBAR = 4, RST_GLUE = 5;
+localparam RST_SLICES = 6;
+localparam RST_BLOCKS = 7;
+reg rst_root_reg, flr_q_reg, flr_done_reg, flr_acked_reg;
+(* shreg_extract = "no" *) reg [RST_BLOCKS-1:0] rst_blk_reg;
 always @(posedge clk) begin
-    rst_reg <= !rst_n || flr_q_reg;
-    // a function-level reset resets VTA and is acknowledged once
     flr_q_reg <= flr_assert && rst_n;
-    flr_done_reg <= flr_q_reg && !flr_done_reg && rst_n;
+    rst_root_reg <= !rst_n || flr_q_reg;
+    rst_blk_reg <= {RST_BLOCKS{rst_root_reg}};
+    // a function-level reset is acknowledged once, when every block is in reset
+    flr_done_reg <= 1'b0;
+    if (flr_q_reg && &rst_blk_reg && !flr_acked_reg) begin
+        flr_done_reg <= 1'b1;
+        flr_acked_reg <= 1'b1;
+    end
+    if (!flr_q_reg) begin
+        flr_acked_reg <= 1'b0;
+    end
 end
 assign flr_done = flr_done_reg;
+wire rst = rst_blk_reg[RST_GLUE];
 
 // ------------------------------------------------------------ VTA
 wire [11:0] v_awaddr, v_araddr;
@@ -198,7 +215,7 @@ vta_top #(
     .LOG_BUS_WIDTH(LOG_BUS_WIDTH), .CONFIG_SIG(CONFIG_SIG), .ADDR_WIDTH(VTA_ADDR_WIDTH),
     .ID_WIDTH(ID_WIDTH), .MEM_SIZE(64'd1 << LOG_MEM_BYTES)
 ) vta (
-    .clk(clk), .rst(rst),
+    .clk(clk), .rst(rst_blk_reg[RST_VTA]),
     // control
     .s_axil_awaddr(v_awaddr), .s_axil_awprot(3'd0), .s_axil_awvalid(v_awvalid),
     .s_axil_awready(v_awready), .s_axil_wdata(v_wdata), .s_axil_wstrb(v_wstrb),
@@ -240,7 +257,7 @@ wire       pcis_wr_busy;
 always @(posedge clk) mem_ready_reg <= mem_ready;
 
 vta_aws_ocl #(.SHELL(SHELL), .LOG_MEM_BYTES(LOG_MEM_BYTES)) ocl (
-    .clk(clk), .rst(rst),
+    .clk(clk), .rst(rst_blk_reg[RST_OCL]),
     .s_axil_awaddr(s_axil_awaddr), .s_axil_awvalid(s_axil_awvalid),
     .s_axil_awready(s_axil_awready), .s_axil_wdata(s_axil_wdata), .s_axil_wstrb(s_axil_wstrb),
     .s_axil_wvalid(s_axil_wvalid), .s_axil_wready(s_axil_wready),
@@ -257,6 +274,34 @@ vta_aws_ocl #(.SHELL(SHELL), .LOG_MEM_BYTES(LOG_MEM_BYTES)) ocl (
     .irq_count(irq_count_reg), .mem_ready(mem_ready_reg), .fence(pcis_wr_busy)
 );
 
+// ------------------------------------------------------------ VTA's requests: register slices
+// VTA's AR, AW and W channels pass a register slice each before the upsizer: the
+// crossbar's grant (which depends on the host's requests and the ID queue's room) and
+// the write buffer's room reach VTA from a register, not through the fabric's logic,
+// and VTA's request logic ends at a register; one cycle more per request, one beat
+// per cycle as before.
+wire [ID_WIDTH-1:0]       q_arid, q_awid;
+wire [VTA_ADDR_WIDTH-1:0] q_araddr, q_awaddr;
+wire [7:0]                q_arlen, q_awlen;
+wire                      q_arvalid, q_arready, q_awvalid, q_awready, q_wlast, q_wvalid, q_wready;
+wire [DW-1:0]             q_wdata;
+wire [DW/8-1:0]           q_wstrb;
+vta_skid #(.WIDTH(ID_WIDTH + VTA_ADDR_WIDTH + 8)) ar_slice (
+    .clk(clk), .rst(rst_blk_reg[RST_SLICES]),
+    .s_valid(n_arvalid), .s_ready(n_arready), .s_data({n_arid, n_araddr, n_arlen}),
+    .m_valid(q_arvalid), .m_ready(q_arready), .m_data({q_arid, q_araddr, q_arlen})
+);
+vta_skid #(.WIDTH(ID_WIDTH + VTA_ADDR_WIDTH + 8)) aw_slice (
+    .clk(clk), .rst(rst_blk_reg[RST_SLICES]),
+    .s_valid(n_awvalid), .s_ready(n_awready), .s_data({n_awid, n_awaddr, n_awlen}),
+    .m_valid(q_awvalid), .m_ready(q_awready), .m_data({q_awid, q_awaddr, q_awlen})
+);
+vta_skid #(.WIDTH(DW + DW / 8 + 1)) w_slice (
+    .clk(clk), .rst(rst_blk_reg[RST_SLICES]),
+    .s_valid(n_wvalid), .s_ready(n_wready), .s_data({n_wdata, n_wstrb, n_wlast}),
+    .m_valid(q_wvalid), .m_ready(q_wready), .m_data({q_wdata, q_wstrb, q_wlast})
+);
+
 // ------------------------------------------------------------ VTA master: 512-bit
 wire [ID_WIDTH-1:0] w_awid, w_bid, w_arid, w_rid;
 wire [63:0]         w_awaddr, w_araddr;
@@ -270,16 +315,16 @@ wire [1:0]          w_bresp, w_rresp;
 vta_aws_upsize #(
     .LOG_S_WIDTH(LOG_BUS_WIDTH), .LOG_M_WIDTH(9), .ADDR_WIDTH(64), .ID_WIDTH(ID_WIDTH)
 ) upsize (
-    .clk(clk), .rst(rst),
-    .s_axi_awid(n_awid), .s_axi_awaddr({{(64-VTA_ADDR_WIDTH){1'b0}}, n_awaddr}),
-    .s_axi_awlen(n_awlen),
-    .s_axi_awvalid(n_awvalid), .s_axi_awready(n_awready),
-    .s_axi_wdata(n_wdata), .s_axi_wstrb(n_wstrb), .s_axi_wlast(n_wlast),
-    .s_axi_wvalid(n_wvalid), .s_axi_wready(n_wready),
+    .clk(clk), .rst(rst_blk_reg[RST_UPSIZE]),
+    .s_axi_awid(q_awid), .s_axi_awaddr({{(64-VTA_ADDR_WIDTH){1'b0}}, q_awaddr}),
+    .s_axi_awlen(q_awlen),
+    .s_axi_awvalid(q_awvalid), .s_axi_awready(q_awready),
+    .s_axi_wdata(q_wdata), .s_axi_wstrb(q_wstrb), .s_axi_wlast(q_wlast),
+    .s_axi_wvalid(q_wvalid), .s_axi_wready(q_wready),
     .s_axi_bid(n_bid), .s_axi_bresp(n_bresp), .s_axi_bvalid(n_bvalid), .s_axi_bready(n_bready),
-    .s_axi_arid(n_arid), .s_axi_araddr({{(64-VTA_ADDR_WIDTH){1'b0}}, n_araddr}),
-    .s_axi_arlen(n_arlen),
-    .s_axi_arvalid(n_arvalid), .s_axi_arready(n_arready),
+    .s_axi_arid(q_arid), .s_axi_araddr({{(64-VTA_ADDR_WIDTH){1'b0}}, q_araddr}),
+    .s_axi_arlen(q_arlen),
+    .s_axi_arvalid(q_arvalid), .s_axi_arready(q_arready),
     .s_axi_rid(n_rid), .s_axi_rdata(n_rdata), .s_axi_rresp(n_rresp), .s_axi_rlast(n_rlast),
     .s_axi_rvalid(n_rvalid), .s_axi_rready(n_rready),
     .m_axi_awid(w_awid), .m_axi_awaddr(w_awaddr), .m_axi_awlen(w_awlen),
@@ -304,7 +349,7 @@ wire [63:0]  h_wstrb;
 wire [1:0]   h_bresp, h_rresp;
 
 vta_aws_idq #(.DATA_WIDTH(512), .ADDR_WIDTH(64), .ID_WIDTH(PCIS_ID_WIDTH)) idq (
-    .clk(clk), .rst(rst), .rd_full(pcis_rd_full), .wr_full(pcis_wr_full),
+    .clk(clk), .rst(rst_blk_reg[RST_IDQ]), .rd_full(pcis_rd_full), .wr_full(pcis_wr_full),
     .wr_busy(pcis_wr_busy),
     .s_axi_awid(s_axi_awid), .s_axi_awaddr(s_axi_awaddr), .s_axi_awlen(s_axi_awlen),
     .s_axi_awsize(s_axi_awsize), .s_axi_awvalid(s_axi_awvalid), .s_axi_awready(s_axi_awready),
@@ -332,7 +377,7 @@ vta_aws_xbar #(
     .DATA_WIDTH(512), .ADDR_WIDTH(64), .S_ID_WIDTH(ID_WIDTH), .M_ID_WIDTH(MEM_ID_WIDTH),
     .LOG_R_BEATS(LOG_VTA_READ_BEATS), .S1_WRITES(VTA_WRITES)
 ) xbar (
-    .clk(clk), .rst(rst),
+    .clk(clk), .rst(rst_blk_reg[RST_XBAR]),
     // port 0: host
     .s0_axi_awid({ID_WIDTH{1'b0}}), .s0_axi_awaddr(h_awaddr), .s0_axi_awlen(h_awlen),
     .s0_axi_awsize(h_awsize), .s0_axi_awvalid(h_awvalid), .s0_axi_awready(h_awready),
@@ -397,9 +442,10 @@ end
 assign irq_req = irq_req_reg;
 
 // ------------------------------------------------------------ virtual LEDs
-reg [1:0] vled_reg;
-always @(posedge clk) vled_reg <= {irq_wait_reg, vta_irq};
-assign vled = {14'd0, vled_reg};
+// (vled_q: the register F1's cl_pnr_user.xdc names; the shell samples it in its own domain)
+reg [1:0] vled_q;
+always @(posedge clk) vled_q <= {irq_wait_reg, vta_irq};
+assign vled = {14'd0, vled_q};
 
 endmodule
 

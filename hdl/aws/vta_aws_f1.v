@@ -179,7 +179,7 @@ module vta_aws_f1 #(
 
 // ------------------------------------------------------------ identification
 assign cl_sh_id0 = {`VTA_AWS_PCI_DEVICE_F1, `VTA_AWS_PCI_VENDOR};
-assign cl_sh_id1 = {16'h0000, `VTA_AWS_PCI_VENDOR};
+assign cl_sh_id1 = {`VTA_AWS_PCI_SUBSYSTEM, `VTA_AWS_PCI_SUBSYSTEM_VENDOR};
 assign cl_sh_status0 = 32'd0;
 assign cl_sh_status1 = 32'd0;
 wire _unused_ok = &{1'b0, sh_cl_status_vdip, sh_cl_apppf_irq_ack[15:1], 1'b0};

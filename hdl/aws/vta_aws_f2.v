@@ -217,7 +217,7 @@ module vta_aws_f2 #(
 
 // ------------------------------------------------------------ identification
 assign cl_sh_id0 = {`VTA_AWS_PCI_DEVICE_F2, `VTA_AWS_PCI_VENDOR};
-assign cl_sh_id1 = {16'h0000, `VTA_AWS_PCI_VENDOR};
+assign cl_sh_id1 = {`VTA_AWS_PCI_SUBSYSTEM, `VTA_AWS_PCI_SUBSYSTEM_VENDOR};
 assign cl_sh_status0 = 32'd0;
 assign cl_sh_status1 = 32'd0;
 assign cl_sh_status2 = 32'd0;

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Resources of the AWS custom logic (wrapper + VTA) against what each shell leaves.
+"""Resources and logic depth of the AWS custom logic (wrapper + VTA) on each shell.
 
 Synthesises ``vta_aws_f1`` / ``vta_aws_f2`` (hdl/aws, with VTA inside) with yosys
 ``synth_xilinx -family xcup`` (vta.hdltools.synth) and prints LUT, FF, DSP, BRAM and URAM
-against the device's totals less the shell's share.  yosys's mapping is not
-Vivado's: the figures size the design, they are not a placement result.  A few
-CPU minutes per configuration; needs Debian's yosys.
+against the device's totals less the shell's share, and the deepest
+register-to-register paths of the whole custom logic in LUT levels (vta.hdltools.synth's
+count): overall and ending in each block of the wrapper (VTA, crossbar, upsizer, ID
+queue, OCL decoder, the wrapper's own registers), with the signals they start and
+end in.  yosys's mapping is not Vivado's: the figures size the design, they are not
+a placement or timing result.  10-30 CPU minutes per configuration; needs Debian's
+yosys.
 
     python scripts/synth/aws_size.py [--build f1:aws,f2:aws,f2:aws32] [--workdir DIR [--reuse]]
                                      [--json FILE]
@@ -53,7 +57,7 @@ def measure(shell: str, preset: str, work: Path, reuse: bool = False) -> dict:
         params["LOG_MEM_BYTES"] = spec.log_mem_bytes
         netlist = run_yosys(spec.module, [*hdlgen.hdl_sources(), *aws_sources()], work,
                             includes=(hdr,), parameters=params)
-    report = analyse(netlist, f"{shell}:{preset}")
+    report = analyse(netlist, f"{shell}:{preset}", level=2)
     t = report.total
     used = {"LUT": t.get("LUT", 0) + t.get("SRL", 0) + 4 * t.get("LUTRAM", 0),
             "FF": t.get("FF", 0), "DSP": t.get("DSP", 0),
@@ -66,10 +70,16 @@ def measure(shell: str, preset: str, work: Path, reuse: bool = False) -> dict:
         if path != "cl.vta" and not path.startswith("cl.vta."):
             for res, n in counts.items():
                 wrapper[res] = wrapper.get(res, 0) + n
+    paths = {name: {"levels": p.levels, "start": p.start, "end": p.end, "luts": p.luts,
+                    "carry": p.carry}
+             for name, p in report.paths_by_instance.items() if p.cells}
+    d = report.deepest
     return {"shell": shell, "preset": preset, "device": device, "share": share,
             "used": used, "budget": budget, "macs": cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT,
             "instances": report.instances, "wrapper": wrapper,
-            "seconds": time.perf_counter() - start}
+            "deepest": {"levels": d.levels, "start": d.start, "end": d.end, "luts": d.luts,
+                        "carry": d.carry},
+            "paths": paths, "seconds": time.perf_counter() - start}
 
 
 def table(rows: list[dict]) -> str:
@@ -88,6 +98,16 @@ def table(rows: list[dict]) -> str:
         w = r["wrapper"]
         out.append(f"| {r['shell']}:{r['preset']} | " + " | ".join(
             f"{w.get(c, 0):,}" for c in ("LUT", "FF", "LUTRAM", "DSP", "BRAM36", "BRAM18")) + " |")
+    out.append("")
+    out.append("| shell:preset | deepest path ending in | levels | from -> to |")
+    out.append("|---|---|---:|---|")
+    for r in rows:
+        d = r["deepest"]
+        out.append(f"| {r['shell']}:{r['preset']} | **the whole custom logic** | "
+                   f"**{d['levels']:.2f}** | {d['start'] or '?'} -> {d['end'] or '?'} |")
+        for name, p in sorted(r["paths"].items(), key=lambda kv: -kv[1]["levels"]):
+            out.append(f"| | {name} | {p['levels']:.2f} | {p['start'] or '?'} -> "
+                       f"{p['end'] or '?'} |")
     return "\n".join(out)
 
 

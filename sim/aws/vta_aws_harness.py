@@ -15,7 +15,8 @@ pcis_post    as pcis_write (one buffer-full), but   --
              it is in flight
 pcis_wait    --                                   pcis counters, once it is complete
 hold         on: hold the custom logic in reset    -- (released: 64 cycles later)
-flr          pulse the function-level reset        flr_done (cycles until cl_sh_flr_done)
+flr          pulse the function-level reset        flr_done (cycles until cl_sh_flr_done),
+                                                   flr_done_again (further acks while held)
 info         --                                   the base fields, pcis counters,
                                                   ocl_timeouts, irq_seen, cl_id0, cl_id1
 ===========  ===================================  ========================================
@@ -169,11 +170,18 @@ class AwsHarness(base.Harness):
                     break
             else:
                 cycles = None
+            # the shell may keep sh_cl_flr_assert up a while after the acknowledgement:
+            # it must not be acknowledged again
+            again = 0
+            for _ in range(8):
+                await RisingEdge(self.clk)
+                await ReadOnly()
+                again += int(dut.flr_done.value)
             await RisingEdge(self.clk)
             dut.flr.value = 0
             for _ in range(4):
                 await RisingEdge(self.clk)
-            return {"flr_done": cycles}, b""
+            return {"flr_done": cycles, "flr_done_again": again}, b""
         return await super().handle(op, req, payload)
 
     def info(self) -> dict:

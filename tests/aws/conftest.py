@@ -25,3 +25,16 @@ def aws_device():
     yield get
     for dev in opened.values():
         dev.close()
+
+
+@pytest.fixture(scope="session")
+def verilator():
+    """(verilator executable, environment to run it in); missing: tests/needs.py's rule."""
+    import os
+
+    import needs
+
+    from vta.hdltools.build import sim_env
+
+    env = {**os.environ, **sim_env()}
+    return needs.tool("verilator", "lints and elaborates the design", path=env["PATH"]), env

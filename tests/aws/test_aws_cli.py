@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +24,7 @@ from vta.progfile import handbuilt as programs
 
 botocore = pytest.importorskip("botocore")
 from botocore.stub import ANY, Stubber  # noqa: E402
-
-CL_PORTS_READ = "read_verilog -sv [glob ${src_post_enc_dir}/*.?v]"
+from hdk_standin import READ_LINE, fake_hdk  # noqa: E402
 
 
 def invoke(*args, env=None):
@@ -34,36 +36,8 @@ def _executable(path: Path, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-def fake_hdk(root: Path) -> Path:
-    """An aws-fpga checkout with just what `vta aws build` reads and runs."""
-    root.mkdir()
-    (root / "hdk_setup.sh").write_text("export HDK_SETUP_SOURCED=1\n")
-    t2 = root / "hdk" / "cl" / "examples" / "CL_TEMPLATE"
-    (t2 / "build" / "scripts").mkdir(parents=True)
-    (t2 / "build" / "constraints").mkdir()
-    (t2 / "build" / "constraints" / "cl_synth_user.xdc").write_text("# user\n")
-    (t2 / "design").mkdir()
-    (t2 / "design" / "CL_TEMPLATE.sv").write_text("module CL_TEMPLATE; endmodule\n")
-    (t2 / "build" / "scripts" / "synth_CL_TEMPLATE.tcl").write_text(
-        f"source header\n{CL_PORTS_READ}\nsynth_design -top ${{CL}}\n")
-    # the F2 build script: records how it was called
-    _executable(t2 / "build" / "scripts" / "aws_build_dcp_from_cl.py",
-                "#!/bin/sh\necho \"$@|$CL_DIR|$HDK_SETUP_SOURCED|$(pwd)\" > ../../called.txt\n")
-    t1 = root / "hdk" / "cl" / "examples" / "cl_hello_world" / "build" / "scripts"
-    t1.mkdir(parents=True)
-    (t1 / "encrypt.tcl").write_text("set TARGET_DIR x\n#---- Developr would replace this "
-                                    "section with design files ----\nfile copy hello.sv\n"
-                                    "#---- End of section replaced by Developr ---\nencrypt\n")
-    (t1 / "synth_cl_hello_world.tcl").write_text("read_verilog -sv [glob $ENC_SRC_DIR/*.?v]\n")
-    (t1 / "create_dcp_from_cl.tcl").write_text("set CL_MODULE cl_hello_world\n")
-    _executable(t1 / "aws_build_dcp_from_cl.sh", "#!/bin/sh\necho cl_hello_world \"$@\" > "
-                                                 "../../called.txt\n")
-    (root / "hdk" / "cl" / "developer_designs").mkdir(parents=True)
-    return root
-
-
 def test_build_f2_dry_run_then_for_real(tmp_path):
-    hdk = fake_hdk(tmp_path / "aws-fpga")
+    hdk = fake_hdk(tmp_path / "aws-fpga", "f2")
     cl = hdk / "hdk" / "cl" / "examples" / "cl_vta"
     dry = invoke("aws", "build", "--hdk", hdk, "--dry-run")
     assert dry.exit_code == 0, dry.output
@@ -85,7 +59,7 @@ def test_build_f2_dry_run_then_for_real(tmp_path):
     assert "sh_ddr #(.DDR_PRESENT(1)) SH_DDR" in top and "vta_aws_f2 #(" in top
     assert f".CONFIG_SIG({vta.Config.load('aws').signature})" in top
     synth = (cl / "build" / "scripts" / "synth_cl_vta.tcl").read_text()
-    assert CL_PORTS_READ + "\n# VTA: headers beside the sources" in synth
+    assert READ_LINE["f2"] not in synth  # read by tests/aws/test_aws_hdk.py in tclsh
     assert "cl_ddr4_64g_ap/cl_ddr4_64g_ap.xci" in synth
     assert not (cl / "build" / "scripts" / "synth_CL_TEMPLATE.tcl").exists()
     assert not (cl / "design" / "CL_TEMPLATE.sv").exists()
@@ -99,7 +73,7 @@ def test_build_f2_dry_run_then_for_real(tmp_path):
 
 
 def test_build_f1_renames_the_template_and_lists_the_sources(tmp_path):
-    hdk = fake_hdk(tmp_path / "aws-fpga")
+    hdk = fake_hdk(tmp_path / "aws-fpga", "f1")
     cl = hdk / "hdk" / "cl" / "developer_designs" / "cl_vta"
     result = invoke("aws", "build", "--shell", "f1", "--hdk", hdk, "--clock-recipe", "A1",
                     "--config", "default")
@@ -109,7 +83,7 @@ def test_build_f1_renames_the_template_and_lists_the_sources(tmp_path):
     assert (scripts / "synth_cl_vta.tcl").is_file()
     assert (scripts / "create_dcp_from_cl.tcl").read_text() == "set CL_MODULE cl_vta\n"
     encrypt = (scripts / "encrypt.tcl").read_text()
-    assert "hello.sv" not in encrypt and encrypt.endswith("encrypt\n")
+    assert "cl_hello_world.sv" not in encrypt and "\nencrypt -k " in encrypt  # head and tail kept
     assert "file copy -force $CL_DIR/design/vta_aws_f1.v $TARGET_DIR" in encrypt
     assert "unused_ddr_a_b_d_template.inc" in encrypt
     for name in hdlgen.HEADERS:  # every generated header goes through encrypt.tcl
@@ -124,7 +98,7 @@ def test_build_f1_renames_the_template_and_lists_the_sources(tmp_path):
     (["--cl-name", "cl-vta"], "the CL name must be a Verilog identifier, not 'cl-vta'"),
 ])
 def test_build_refuses(tmp_path, args, message):
-    hdk = fake_hdk(tmp_path / "aws-fpga")
+    hdk = fake_hdk(tmp_path / "aws-fpga", "f2")
     result = CliRunner().invoke(main, ["aws", "build", "--hdk", str(hdk), "--dry-run", *args])
     assert result.exit_code == 1 and message in result.output, result.output
     result = CliRunner().invoke(main, ["aws", "build", "--hdk", str(tmp_path), "--dry-run"])
@@ -145,20 +119,21 @@ def _stubbed(monkeypatch, service):
 def test_create_afi_dry_run_and_request(tmp_path, monkeypatch):
     tar = tmp_path / "24_01_01-0000.Developer_CL.tar"
     tar.write_bytes(b"dcp")
-    dry = invoke("aws", "create-afi", tar, "--bucket", "b", "--dry-run")
+    dry = invoke("aws", "create-afi", tar, "--bucket", "vta-dcp", "--dry-run")
     assert dry.output == (
-        f"upload {tar} -> s3://b/dcp/{tar.name}\n"
-        "ec2 CreateFpgaImage {'Name': 'vta', 'InputStorageLocation': {'Bucket': 'b', 'Key': "
-        f"'dcp/{tar.name}'}}, 'LogsStorageLocation': {{'Bucket': 'b', 'Key': 'logs/'}}, "
+        f"upload {tar} -> s3://vta-dcp/dcp/{tar.name}\n"
+        "ec2 CreateFpgaImage {'Name': 'vta', 'InputStorageLocation': {'Bucket': 'vta-dcp', 'Key': "
+        f"'dcp/{tar.name}'}}, 'LogsStorageLocation': {{'Bucket': 'vta-dcp', 'Key': 'logs/'}}, "
         "'Description': 'VTA deep-learning accelerator'}\n")
     ec2, stub = _stubbed(monkeypatch, "ec2")
     stub.add_response("create_fpga_image", {"FpgaImageId": "afi-0abc", "FpgaImageGlobalId":
                                             "agfi-0def"},
                       {"Name": "vta", "Description": "VTA deep-learning accelerator",
-                       "InputStorageLocation": {"Bucket": "b", "Key": "dcp/x.tar"},
-                       "LogsStorageLocation": {"Bucket": "l", "Key": "logs/"}})
+                       "InputStorageLocation": {"Bucket": "vta-dcp", "Key": "dcp/x.tar"},
+                       "LogsStorageLocation": {"Bucket": "vta-logs", "Key": "logs/"}})
     with stub:  # an object already in the bucket: no upload
-        result = invoke("aws", "create-afi", "dcp/x.tar", "--bucket", "b", "--logs-bucket", "l",
+        result = invoke("aws", "create-afi", "dcp/x.tar", "--bucket", "vta-dcp",
+                        "--logs-bucket", "vta-logs",
                         "--json")
     assert json.loads(result.output) == {"FpgaImageId": "afi-0abc",
                                          "FpgaImageGlobalId": "agfi-0def"}
@@ -186,44 +161,250 @@ def test_create_afi_uploads_a_local_tarball(tmp_path, monkeypatch):
     s3_stub.assert_no_pending_responses()
 
 
-def test_create_afi_refused(monkeypatch):
+AFI = "afi-0123456789abcdef0"
+AGFI = "agfi-0123456789abcdef0"
+
+
+def _one_line_error(result, *parts):
+    """The command failed with exit 1 and one line that holds every one of ``parts``."""
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert result.exit_code == 1 and len(lines) == 1, result.output
+    for part in parts:
+        assert part in lines[0], (part, lines[0])
+    return lines[0]
+
+
+@pytest.mark.parametrize("code,message,says", [
+    ("UnauthorizedOperation", "You are not authorized to perform this operation.",
+     "was denied (UnauthorizedOperation: You are not authorized to perform this operation.); "
+     "the AWS identity needs ec2:CreateFpgaImage"),
+    ("RequestLimitExceeded", "Request limit exceeded.",
+     "AWS is throttling requests (RequestLimitExceeded: Request limit exceeded.); wait a "
+     "minute and run the command again"),
+    ("AuthFailure", "AWS was not able to validate the provided access credentials",
+     "the AWS credentials were refused (AuthFailure"),
+])
+def test_create_afi_api_errors_are_one_line(monkeypatch, code, message, says):
     ec2, stub = _stubbed(monkeypatch, "ec2")
-    stub.add_client_error("create_fpga_image", "UnauthorizedOperation", "not allowed")
+    stub.add_client_error("create_fpga_image", code, message, http_status_code=403)
     with stub:
-        result = CliRunner().invoke(main, ["aws", "create-afi", "k", "--bucket", "b"])
-    assert result.exit_code == 1
-    assert "AfiError: CreateFpgaImage was refused" in result.output
-    assert "UnauthorizedOperation" in result.output
+        result = CliRunner().invoke(main, ["aws", "create-afi", "dcp/x.tar", "--bucket",
+                                           "vta-dcp"])
+    _one_line_error(result, "AfiError: CreateFpgaImage for s3://vta-dcp/dcp/x.tar", says)
+
+
+def _upload_error(monkeypatch, tmp_path, code, message, headers=None, status=403):
+    s3, stub = _stubbed(monkeypatch, "s3")
+    tar = tmp_path / "build.tar"
+    tar.write_bytes(b"dcp")
+    stub.add_client_error("put_object", code, message, http_status_code=status,
+                          response_meta={"HTTPHeaders": headers or {}})
+    with stub:
+        return CliRunner().invoke(main, ["aws", "create-afi", str(tar), "--bucket", "vta-dcp"])
+
+
+def test_upload_denied_is_one_line(monkeypatch, tmp_path):
+    result = _upload_error(monkeypatch, tmp_path, "AccessDenied", "Access Denied")
+    _one_line_error(result, "uploading", "s3://vta-dcp/dcp/build.tar was denied "
+                    "(AccessDenied: Access Denied); the AWS identity needs s3:PutObject on "
+                    "vta-dcp")
+
+
+def test_bucket_in_another_region_names_it(monkeypatch, tmp_path):
+    result = _upload_error(monkeypatch, tmp_path, "AuthorizationHeaderMalformed",
+                           "The authorization header is malformed; the region 'us-east-1' is "
+                           "wrong; expecting 'eu-west-2'", status=400)
+    _one_line_error(result, "bucket vta-dcp is in another region (eu-west-2); pass --region "
+                            "eu-west-2")
+    result = _upload_error(monkeypatch, tmp_path, "PermanentRedirect",
+                           "The bucket you are attempting to access must be addressed using "
+                           "the specified endpoint.", {"x-amz-bucket-region": "us-west-2"},
+                           status=301)
+    _one_line_error(result, "is in another region (us-west-2); pass --region us-west-2")
+
+
+def test_create_afi_usage_errors():
+    """Bucket and key names and s3:// URLs are checked before anything is sent (exit 2)."""
+    for args, says in [
+        (["dcp/x.tar", "--bucket", ""], "'' is not an S3 bucket name: it is empty"),
+        (["dcp/x.tar", "--bucket", "My_Bucket"], "may hold only lowercase letters"),
+        (["dcp/x.tar", "--bucket", "ab"], "has 2 characters (3 to 63)"),
+        (["dcp/x.tar", "--bucket", "a..b"], "has two dots in a row"),
+        (["dcp/x.tar", "--bucket", "b12", "--key", ""], "'' is not an S3 key: it is empty"),
+        (["dcp/x.tar", "--bucket", "b12", "--logs-bucket", "-b"], "is not an S3 bucket name"),
+        (["dcp/x.tar"], "is needed unless TARBALL is s3://BUCKET/KEY"),
+        (["s3://b12/"], "is not s3://BUCKET/KEY: its key is empty"),
+        (["s3:///x.tar"], "is not s3://BUCKET/KEY: its bucket is empty"),
+        (["s3://b12/x.tar", "--bucket", "b34"], "names bucket and key already"),
+    ]:
+        result = CliRunner().invoke(main, ["aws", "create-afi", *args, "--dry-run"])
+        assert result.exit_code == 2 and says in result.output, (args, result.output)
+    ok = invoke("aws", "create-afi", "s3://b12/dcp/x.tar", "--dry-run")
+    assert "'InputStorageLocation': {'Bucket': 'b12', 'Key': 'dcp/x.tar'}" in ok.output
 
 
 def _image(code, message=""):
-    return {"FpgaImages": [{"FpgaImageId": "afi-1", "State": {"Code": code,
-                                                              "Message": message}}]}
+    return {"FpgaImages": [{"FpgaImageId": AFI, "State": {"Code": code, "Message": message}}]}
+
+
+class _Clock:
+    """time.monotonic and time.sleep of a test: sleeping advances the clock."""
+
+    def __init__(self):
+        self.now, self.slept = 0.0, []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
 
 
 def test_wait_polls_until_available(monkeypatch):
     ec2, stub = _stubbed(monkeypatch, "ec2")
     for code in ("pending", "pending", "available"):
-        stub.add_response("describe_fpga_images", _image(code), {"FpgaImageIds": ["afi-1"]})
-    slept, seen = [], []
+        stub.add_response("describe_fpga_images", _image(code), {"FpgaImageIds": [AFI]})
+    clock, seen = _Clock(), []
     with stub:
-        assert afimod.wait_afi("afi-1", ec2=ec2, interval=30, sleep=slept.append,
+        assert afimod.wait_afi(AFI, ec2=ec2, interval=30, sleep=clock.sleep, clock=clock,
                                report=lambda c, m, w: seen.append((c, w))) == "available"
-    assert slept == [30, 30] and seen == [("pending", 0), ("pending", 30), ("available", 60)]
-    assert invoke("aws", "wait", "afi-1", "--dry-run").output.startswith(
-        "ec2 DescribeFpgaImages {'FpgaImageIds': ['afi-1']} every 60 s")
+    assert clock.slept == [30, 30] and seen == [("pending", 0), ("pending", 30),
+                                                ("available", 60)]
+    assert invoke("aws", "wait", AFI, "--dry-run").output.startswith(
+        f"ec2 DescribeFpgaImages {{'FpgaImageIds': ['{AFI}']}} every 60 s")
 
 
-def test_wait_reports_a_failed_afi(monkeypatch):
+def test_wait_backs_off_when_throttled(monkeypatch):
+    """A throttled poll is retried after twice the interval (and twice again), then the
+    interval returns; the state and the time waited are reported every poll."""
     ec2, stub = _stubbed(monkeypatch, "ec2")
-    stub.add_response("describe_fpga_images", _image("failed", "DCP was built with errors"),
-                      {"FpgaImageIds": ["afi-1"]})
+    stub.add_response("describe_fpga_images", _image("pending"), {"FpgaImageIds": [AFI]})
+    stub.add_client_error("describe_fpga_images", "RequestLimitExceeded", "slow down")
+    stub.add_client_error("describe_fpga_images", "RequestLimitExceeded", "slow down")
+    stub.add_response("describe_fpga_images", _image("pending"), {"FpgaImageIds": [AFI]})
+    stub.add_response("describe_fpga_images", _image("available"), {"FpgaImageIds": [AFI]})
+    clock, seen = _Clock(), []
     with stub:
-        result = CliRunner().invoke(main, ["aws", "wait", "afi-1"])
-    assert result.exit_code == 1
-    assert "AFI afi-1 is failed: DCP was built with errors" in result.output
-    bad = CliRunner().invoke(main, ["aws", "wait", "agfi-1"])
-    assert bad.exit_code == 2 and "must be an AFI ID (afi-...), not 'agfi-1'" in bad.output
+        afimod.wait_afi(AFI, ec2=ec2, interval=10, sleep=clock.sleep, clock=clock,
+                        report=lambda c, m, w: seen.append((c, w)))
+    assert clock.slept == [10, 20, 40, 10]
+    assert seen == [("pending", 0), ("throttled", 10), ("throttled", 30), ("pending", 70),
+                    ("available", 80)]
+
+
+def test_wait_reports_a_failed_afi_with_what_to_do(monkeypatch):
+    ec2, stub = _stubbed(monkeypatch, "ec2")
+    stub.add_response("describe_fpga_images",
+                      _image("failed", "INACCESSIBLE_INPUT: Error accessing\n resource in S3"),
+                      {"FpgaImageIds": [AFI]})
+    with stub:
+        result = CliRunner().invoke(main, ["aws", "wait", AFI])
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"{AFI}: failed (INACCESSIBLE_INPUT") and result.exit_code == 1
+    assert lines[-1] == (f"Error: AfiError: AFI {AFI} is failed: INACCESSIBLE_INPUT: Error "
+                         "accessing resource in S3; AWS could not read the tarball: check that "
+                         "the bucket is in the region the AFI was created in (--region) and "
+                         "that its policy lets EC2 read it, then run create-afi again")
+    for bad in ("agfi-0123456789abcdef0", "afi-", "afi-XYZ12345", ""):
+        result = CliRunner().invoke(main, ["aws", "wait", bad])
+        assert result.exit_code == 2 and "must be an AFI ID (afi- and hex digits)" \
+            in result.output, bad
+
+
+def test_wait_ctrl_c_exits_130(monkeypatch):
+    """Ctrl-C while waiting: exit status 130 and a line that says how to wait again."""
+    ec2, stub = _stubbed(monkeypatch, "ec2")
+    stub.add_response("describe_fpga_images", _image("pending"), {"FpgaImageIds": [AFI]})
+
+    def interrupted(seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("time.sleep", interrupted)
+    with stub:
+        result = CliRunner().invoke(main, ["aws", "wait", AFI])
+    assert result.exit_code == 130
+    assert result.output.splitlines()[-1] == (
+        f"vta: stopped waiting for {AFI} (last seen pending, 0s waited); its creation goes on: "
+        f"`vta aws wait {AFI}` waits again")
+
+
+def _bare_env(tmp_path: Path) -> dict:
+    """An environment with no AWS configuration: no region, no credentials, no config
+    files, and no instance metadata service to ask (this is not an EC2 instance)."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": os.pathsep.join(
+        p for p in (os.environ.get("PYTHONPATH", ""), str(Path(vta.__file__).parents[1])) if p),
+        "AWS_CONFIG_FILE": str(home / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(home / "none"),
+        "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+def test_configuration_errors_in_an_empty_environment(tmp_path, monkeypatch):
+    """No region and no credentials: one line each naming what to set, exit 1, nothing
+    sent (the upload is not tried without a region).  The commands run in this process
+    with the environment of :func:`_bare_env` (a process of its own: the Ctrl-C test)."""
+    for name in [n for n in os.environ if n.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    for name, value in _bare_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    tar = tmp_path / "build.tar"
+    tar.write_bytes(b"dcp")
+    for args, says in [
+        (["create-afi", "dcp/x.tar", "--bucket", "vta-dcp"],
+         "no AWS region is configured: pass --region REGION, set AWS_REGION, or run "
+         "`aws configure`"),
+        (["create-afi", str(tar), "--bucket", "vta-dcp"], "no AWS region is configured"),
+        (["wait", AFI], "no AWS region is configured"),
+        (["create-afi", str(tar), "--bucket", "vta-dcp", "--region", "us-east-1"],
+         f"uploading {tar} to s3://vta-dcp/dcp/build.tar: no AWS credentials were found; run "
+         "`aws configure`, set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give the "
+         "instance an IAM role"),
+        (["create-afi", "dcp/x.tar", "--bucket", "vta-dcp", "--region", "us-east-1"],
+         "CreateFpgaImage for s3://vta-dcp/dcp/x.tar: no AWS credentials were found"),
+        (["wait", AFI, "--region", "us-east-1"],
+         f"DescribeFpgaImages for {AFI}: no AWS credentials were found"),
+    ]:
+        result = CliRunner().invoke(main, ["aws", *args])
+        _one_line_error(result, says)
+
+
+def test_wait_ctrl_c_in_a_real_process(tmp_path):
+    """SIGINT to a waiting `vta aws wait`: exit status 130 and how to wait again."""
+    driver = tmp_path / "driver.py"
+    driver.write_text(f"""
+import signal
+
+import boto3
+from botocore.stub import Stubber
+from vta.aws import afi
+from vta.cli import main
+
+ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x",
+                   aws_secret_access_key="x")
+stub = Stubber(ec2)
+pending = {{"FpgaImages": [{{"FpgaImageId": "{AFI}", "State": {{"Code": "pending"}}}}]}}
+for _ in range(100):
+    stub.add_response("describe_fpga_images", pending)
+stub.activate()
+afi._client = lambda service, region: ec2
+# as from an interactive shell (a job started in the background has SIGINT ignored)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+main(["aws", "wait", "{AFI}", "--interval", "1"])
+""")
+    proc = subprocess.Popen([sys.executable, str(driver)], env=_bare_env(tmp_path),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stderr.readline()  # the first poll's progress line
+        assert first.startswith(f"{AFI}: pending, 0s waited"), first
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == (f"vta: stopped waiting for {AFI} (last seen pending, 0s "
+                                    f"waited); its creation goes on: `vta aws wait {AFI}` "
+                                    "waits again")
 
 
 # ------------------------------------------------------------------- load
@@ -241,27 +422,28 @@ echo "AFI 0 agfi-0123 loaded 0 ok 0 0x04261818"
 
 
 def test_load_dry_run_and_for_real(tmp_path):
-    dry = invoke("aws", "load", "agfi-0123", "--slot", "2", "--force", "--dry-run")
+    dry = invoke("aws", "load", AGFI, "--slot", "2", "--force", "--dry-run")
     assert dry.output == ("sudo fpga-clear-local-image -S 2\n"
-                          "sudo fpga-load-local-image -S 2 -I agfi-0123 -F\n"
+                          f"sudo fpga-load-local-image -S 2 -I {AGFI} -F\n"
                           "sudo fpga-describe-local-image -S 2 -R -H\n")
     env = _fake_sudo(tmp_path)
-    result = CliRunner().invoke(main, ["aws", "load", "agfi-0123"], env={"PATH": env["PATH"]})
+    result = CliRunner().invoke(main, ["aws", "load", AGFI], env={"PATH": env["PATH"]})
     assert result.exit_code == 0 and "loaded" in result.output
     assert Path(env["log"]).read_text().splitlines() == [
-        "fpga-clear-local-image -S 0", "fpga-load-local-image -S 0 -I agfi-0123",
+        "fpga-clear-local-image -S 0", f"fpga-load-local-image -S 0 -I {AGFI}",
         "fpga-describe-local-image -S 0 -R -H"]
 
 
 def test_load_failure_and_bad_ids(tmp_path):
     env = _fake_sudo(tmp_path, fail="fpga-load-local-image")
-    result = CliRunner().invoke(main, ["aws", "load", "agfi-0123"], env={"PATH": env["PATH"]})
-    assert result.exit_code == 1
-    assert "`sudo fpga-load-local-image -S 0 -I agfi-0123` failed (exit 1): slot busy" \
-        in result.output
+    result = CliRunner().invoke(main, ["aws", "load", AGFI], env={"PATH": env["PATH"]})
+    _one_line_error(result, f"`sudo fpga-load-local-image -S 0 -I {AGFI}` failed (exit 1): "
+                            "slot busy")
     assert len(Path(env["log"]).read_text().splitlines()) == 2  # describe was not run
-    bad = CliRunner().invoke(main, ["aws", "load", "afi-0123", "--dry-run"])
-    assert bad.exit_code == 1 and "load takes the global AFI ID (agfi-...)" in bad.output
+    for bad in (AFI, "agfi-", "agfi-0123 -F", ""):
+        result = CliRunner().invoke(main, ["aws", "load", bad, "--dry-run"])
+        assert result.exit_code == 2 and "must be a global AFI ID (agfi- and hex digits)" \
+            in result.output, bad
 
 
 # ------------------------------------------------------------------- run

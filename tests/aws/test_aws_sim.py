@@ -42,6 +42,11 @@ def test_wrapper_identifies_itself(aws_device, shell, sim, preset):
     t, s = _parts(dev)
     spec = clregs.SHELLS[shell]
     assert (t.function.vendor, t.function.device) == (clregs.PCI_VENDOR, spec.pci_device)
+    # both ID words as the wrapper drives them: what the build's cl_id_defines.vh declares
+    # (the manifest's IDs, tests/aws/test_aws_hdk.py parses that file as AWS's scripts do)
+    info = s.info()
+    assert (info["cl_id0"], info["cl_id1"]) == clregs.pci_ids(shell)
+    assert info["cl_id1"] >> 16 and info["cl_id1"] & 0xFFFF  # AFI_Manifest: non-zero
     assert t.read32(clregs.offset("CL_ID")) == clregs.CL_MAGIC
     info = t.read32(clregs.offset("CL_INFO"))
     assert info & 0xFF == spec.number and (info >> 16) & 1 == 1
@@ -241,3 +246,22 @@ def test_aws32_preset_through_the_f2_wrapper(aws_device):
         acc = x.astype(np.int64) @ w.astype(np.int64).T + bias
         np.testing.assert_array_equal(y, np.maximum(acc >> 9, 0).astype(np.int8),
                                       err_msg=f"dense {m}x{k} @ ({n}x{k})^T")
+
+
+@pytest.mark.parametrize("shell,sim,preset", CASES)
+def test_completion_by_interrupt(aws_device, shell, sim, preset):
+    """F1 waits for the wrapper's user interrupt 0 (the XDMA events stand-in counts the
+    requests the shell model took): one per run; F2 polls STATUS."""
+    dev = aws_device(shell, sim, preset)
+    t, _ = _parts(dev)
+    if shell == "f2":
+        assert t.completion == "poll" and t.events is None
+        return
+    assert t.completion == "interrupt (/dev/xdma0_events_0)"
+    before = t.events.delivered
+    for seed in (1, 2):
+        prog, a, w = _start_matmul(dev, *SMALL[preset], seed=seed)
+        t.wait_idle(60.0)
+        assert t.events.delivered == before + seed  # the wait ended on the interrupt
+        assert t.read32(regs.offset("STATUS")) & regs.STATUS_DONE
+        np.testing.assert_array_equal(_result(dev, prog), prog.expected(a, w))

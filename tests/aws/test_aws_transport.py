@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +59,7 @@ def _function(root: Path, address: str, vendor: int, device: int, bar0=None,
 
 
 def _host(tmp_path: Path, shell: str = "f2", device: int | None = None, xdma: bool = False,
-          **bar0) -> HostPlatform:
+          events: bool = False, **bar0) -> HostPlatform:
     """A host with one FPGA slot (application PF 0000:00:1d.0, management PF 00:1e.0)."""
     device = clregs.SHELLS[shell].pci_device if device is None else device
     _function(tmp_path, "0000:00:1d.0", 0x1D0F, device, _bar0_words(shell, **bar0), bar4=MEM)
@@ -69,6 +71,8 @@ def _host(tmp_path: Path, shell: str = "f2", device: int | None = None, xdma: bo
             f.truncate(MEM)
         for kind in ("h2c", "c2h"):  # both queues reach the same card memory
             os.link(card, tmp_path / "dev" / f"xdma3_{kind}_0")
+        if events:  # the driver's user-interrupt file: a FIFO gives it poll()'s behaviour
+            os.mkfifo(tmp_path / "dev" / "xdma3_events_0")
         ctl = tmp_path / "sys" / "class" / "xdma" / "xdma3_control"
         ctl.mkdir(parents=True)
         (ctl / "device").symlink_to(tmp_path / "sys" / "bus" / "pci" / "devices" / "0000:00:1d.0")
@@ -153,6 +157,82 @@ def test_f1_without_the_xdma_driver(tmp_path):
     t = AwsTransport("f1", CFG, platform=host)  # auto: BAR4
     assert t.memory_path == "BAR4"
     t.close()
+
+
+def _waiter(t, timeout=60.0):
+    """wait_idle in a thread; returns (thread, list that gets the return time)."""
+    done: list[float] = []
+    thread = threading.Thread(target=lambda: (t.wait_idle(timeout),
+                                              done.append(time.monotonic())), daemon=True)
+    thread.start()
+    return thread, done
+
+
+def test_f1_completion_by_interrupt(tmp_path):
+    """F1 with the XDMA driver waits on /dev/xdma<N>_events_0: it blocks until the
+    interrupt arrives, and passes over one that finds VTA still busy (one left from an
+    earlier run, or pending from before the START)."""
+    host = _host(tmp_path, "f1", xdma=True, events=True)
+    t = AwsTransport("f1", CFG, platform=host)
+    fifo = os.open(tmp_path / "dev" / "xdma3_events_0", os.O_WRONLY)  # the driver's side
+    try:
+        assert t.completion == "interrupt (/dev/xdma3_events_0)"
+        status = regs.offset("STATUS")
+        t.bar0.write32(status, regs.STATUS_BUSY)
+        os.write(fifo, b"\x01\0\0\0")  # pending from before the START
+        t.write32(regs.offset("CTRL"), regs.CTRL_START)
+        thread, done = _waiter(t)
+        thread.join(0.3)
+        assert thread.is_alive()  # no interrupt yet: still waiting
+        os.write(fifo, b"\x01\0\0\0")  # an interrupt while STATUS still says busy
+        thread.join(0.3)
+        assert thread.is_alive()
+        t.bar0.write32(status, regs.STATUS_DONE)
+        sent = time.monotonic()
+        os.write(fifo, b"\x01\0\0\0")
+        thread.join(10)
+        assert not thread.is_alive() and done[0] >= sent
+        # the driver's run: START (the stand-in "finishes" at once: its interrupt), the
+        # wait, STATUS (done), the counters -- well within the run's timeout
+        write32 = t.bar0.write32
+
+        def finishes_at_start(offset, value):
+            write32(offset, value)
+            if offset == regs.offset("CTRL") and value & regs.CTRL_START:
+                os.write(fifo, b"\x01\0\0\0")
+
+        t.bar0.write32 = finishes_at_start
+        start = time.monotonic()
+        Driver(t, CFG).run(0x1000, 1, timeout=30)
+        assert time.monotonic() - start < 10
+    finally:
+        os.close(fifo)
+        t.close()
+
+
+def test_completion_falls_back_to_polling(tmp_path):
+    """Without the events file (or asked to poll) the transport does not wait: the driver
+    polls STATUS.  F2 never has one; asking for the interrupt there says why not."""
+    for kw, shell, events in [({}, "f1", False), ({"completion": "poll"}, "f1", True),
+                              ({}, "f2", False)]:
+        root = tmp_path / f"{shell}-{events}-{bool(kw)}"
+        root.mkdir()
+        host = _host(root, shell, xdma=shell == "f1", events=events)
+        t = AwsTransport(shell, CFG, platform=host, **kw)
+        try:
+            assert t.completion == "poll" and t.events is None
+            t.bar0.write32(regs.offset("STATUS"), regs.STATUS_BUSY)
+            start = time.monotonic()
+            t.wait_idle(30.0)
+            assert time.monotonic() - start < 5
+        finally:
+            t.close()
+    with pytest.raises(DeviceError, match="no completion interrupt: the F2 Small Shell's "
+                                          "interrupts reach only a kernel driver of one's own"):
+        AwsTransport("f2", CFG, platform=_host(tmp_path / "f2i", "f2"), completion="interrupt")
+    with pytest.raises(DeviceError, match="the XDMA driver offers no /dev/xdma3_events_0"):
+        AwsTransport("f1", CFG, platform=_host(tmp_path / "f1i", "f1", xdma=True),
+                     completion="interrupt")
 
 
 @pytest.mark.parametrize("device,message", [

@@ -81,6 +81,7 @@ OUTPUTS = [
     (["graph", "quantize", "{model}", "--calib", "{x}"], "-o", "'--output' / '-o'", "q.onnx"),
     (["asm", "{src}"], "-o", "'--output' / '-o'", "x.vtaprog"),
     (["regress", "-b", "golden", "-n", "1"], "--out", "'--out' / '-o'", "results"),
+    (["tune", "{model}"], "--log", "'--log'", "t.jsonl"),
 ]
 
 

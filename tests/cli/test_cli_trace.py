@@ -123,12 +123,23 @@ def test_trace_on_the_rtl_and_golden_agree(program, tmp_path):
     # stall: the cycles the compute engine sat idle in front of it (since the reset retired)
     assert f"{gemm.start - max(reset.cycle, gemm.dispatch):>7}  {want}" in row
     assert "GEMM uop_bgn=1" in row and "[pop l2g<#2, push g2s]" in row
+    # the roofline of the issued work (tiny: 4-byte INP/OUT/UOP entries, 16-byte WGT, 8-byte
+    # bus): compute 1 reset + 1 GEMM + 8 UOP bytes at 4 a cycle = 4; load 4/4 + 16/8 = 3
+    span = max(r.cycle for r in by_index.values()) - min(r.dispatch for r in by_index.values())
+    busy = {m: sum(r.cycle - r.start for r in by_index.values() if r.module == m)
+            for m in ("load", "compute", "store")}
+    assert f"roofline of the issued work: 4 cycles (compute binds); the run took {span:,} " \
+           f"({4 / span:.1%} of the roofline); load busy {busy['load']} of 3 needed; compute " \
+           f"busy {busy['compute']} of 4 needed; store busy {busy['store']} of 1 needed" in lines
     check_chrome_trace(json.loads((tmp_path / "v.json").read_text()))
     png = (tmp_path / "v.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     gold = invoke("trace", program, "-b", "golden", "--out", tmp_path / "g.trace", "--json")
     assert gold.exit_code == 0, gold.output
     steps = json.loads(gold.output)["steps"]
+    roof = json.loads(gold.output)["roofline"]
+    assert (roof["bound"]["cycles"], roof["cycles"], roof["engines"]["load"]) == (
+        4, None, {"busy": None, "bound": 3})
     assert sorted(s["index"] for s in steps) == list(range(7))
     assert all(s["retire"] is None for s in steps)
     same = invoke("trace", "diff", tmp_path / "g.trace", tmp_path / "v.trace")
@@ -147,11 +158,12 @@ def test_trace_filters_and_show(program, tmp_path):
     assert {s["engine"] for s in json.loads(result.output)["steps"]} == {"load"}
     result = invoke("trace", program, "-b", "golden", "--range", "3:4", "--out",
                     tmp_path / "g.trace")
-    rows = [ln.split() for ln in result.output.splitlines()[2:-1]]
+    rows = [ln.split() for ln in result.output.splitlines()[2:-2]]
     assert sorted(int(r[1]) for r in rows) == [3, 4]
-    shown = invoke("trace", "show", tmp_path / "g.trace", "--range", "5:")
+    shown = invoke("trace", "show", tmp_path / "g.trace", "--range", "5:", "-c", "tiny")
     assert shown.exit_code == 0
-    assert [ln.split()[1] for ln in shown.output.splitlines()[2:-1]] == ["5", "6"]
+    assert [ln.split()[1] for ln in shown.output.splitlines()[2:-2]] == ["5", "6"]
+    assert shown.output.splitlines()[-1].startswith("roofline of the issued work: 4 cycles")
     bad = invoke("trace", program, "-b", "golden", "--range", "9:3")
     assert bad.exit_code == 2 and "0 <= FIRST <= LAST, not '9:3'" in bad.output
 

@@ -11,6 +11,7 @@ import pytest
 
 import vta
 from vta import ops
+from vta.isa import AluOp
 
 RESNET18 = ops.RESNET18_LAYERS
 LARGEST = {"C2", "C5", "C8", "C11"}  # 115.6 M MACs each
@@ -260,3 +261,161 @@ def test_conv2d_argument_errors(device):
 def test_conv2d_resnet18_tiny_preset(open_dev, rng, layer):
     """The same layers tiled for the tiny preset's 4x4 blocks and small scratchpads."""
     _resnet_case(open_dev("tiny"), rng, layer)
+
+
+# ------------------------------------------------------------- the planner's choices
+def _one_plan_per_structure(cfg, data_shape, kernel_shape, stride, pad, residual=False):
+    """The best-predicted plan of every (split_kernel, loops) the planner considers."""
+    seen = {}
+    for plan in ops.conv2d_plans(cfg, data_shape, kernel_shape, stride, pad, True, residual):
+        seen.setdefault((plan.split_kernel, plan.loops), plan)
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("preset, stride, pad, k", [("tiny", 1, 1, 3), ("tiny", 2, 0, 1),
+                                                     ("default", 2, 1, 3)])
+def test_conv2d_every_loop_structure_is_exact(open_dev, backend, rng, preset, stride, pad, k):
+    """Every way the planner may lay a GEMM's loops and kernel gives the reference's result."""
+    if backend == "icarus" and k == 3:
+        pytest.skip("twelve 3x3 plans take Icarus about 30 s: its 1x1 case runs")
+    dev = open_dev(preset)
+    cfg = dev.cfg
+    c, o = 2 * cfg.BLOCK_IN, 3 * cfg.BLOCK_OUT
+    data = rng.integers(-128, 128, (1, c, 6, 5), dtype=np.int8)
+    kernel = rng.integers(-128, 128, (o, c, k, k), dtype=np.int8)
+    bias = rng.integers(-3000, 3000, o).astype(np.int32)
+    expected = epilogue(ref_conv2d(data, kernel, stride, pad), bias[None, :, None, None], 5,
+                        False, (-100, 100))
+    plans = _one_plan_per_structure(cfg, ops.pack_nchw(data, cfg).shape,
+                                    ops.pack_oihw(kernel, cfg).shape, stride, pad)
+    assert len({p.loops for p in plans}) == 6  # every loop pair occurs
+    for plan in plans:
+        out = ops.conv2d(dev, data, kernel, stride=stride, padding=pad, bias=bias, shift=5,
+                         clip=(-100, 100), tiling=plan.tiling)
+        np.testing.assert_array_equal(out, expected, err_msg=str(plan.tiling))
+
+
+def test_tiling_argument_and_its_errors():
+    cfg = vta.Config.load("default")
+    shapes = ((1, 4, 14, 14), (4, 4, 3, 3))
+    plan = ops.plan_conv2d(cfg, *shapes, 1, 1, True)
+    assert ops.plan_conv2d(cfg, *shapes, 1, 1, True, tiling=plan.tiling) == plan
+    other = dict(plan.tiling, tob=1, th=2, tw=14, tcb=2, split_kernel=True, loops="oc")
+    assert ops.plan_conv2d(cfg, *shapes, 1, 1, True, tiling=other).tiling == other
+    with pytest.raises(ValueError, match="does not fit this layer on default"):
+        ops.plan_conv2d(cfg, *shapes, 1, 1, True, tiling=dict(other, tcb=3))  # not a divisor
+    with pytest.raises(ValueError, match="does not fit this layer on default"):
+        ops.plan_conv2d(cfg, *shapes, 1, 1, True, tiling=dict(other, loops="cc"))
+    with pytest.raises(ValueError, match="not one of ConvPlan.tiling's form"):
+        ops.plan_conv2d(cfg, *shapes, 1, 1, True, tiling={"tob": 1})
+
+
+def test_planner_reads_the_tuning_log(tmp_path):
+    import json
+
+    from vta.tune import log
+
+    cfg = vta.Config.load("default")
+    shapes = ((1, 4, 14, 14), (4, 4, 3, 3))
+    key = (1, 4, 14, 14, 4, 3, 3, 1, 1, 1, 1, True, False)
+    analytic = ops.plan_conv2d(cfg, *shapes, 1, 1, True)
+    tuned = dict(analytic.tiling, th=7, tw=14, tcb=1, loops="oy")
+    entry = {"type": "entry", "signature": log.signature(cfg), "op": "conv2d",
+             "shape": list(key), "tiling": tuned, "cycles": 1000}
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(entry) + "\n" + json.dumps(dict(entry, cycles=900, tiling=dict(
+        tuned, tcb=3))) + "\n" + json.dumps(dict(entry, cycles=1100, tiling=analytic.tiling))
+                    + "\n{\"type\": \"entr")  # a torn last line is skipped
+    with log.use(path):
+        # the fewest cycles win, but that entry's tiling no longer fits: the planner's own plan
+        assert ops.plan_conv2d(cfg, *shapes, 1, 1, True) == analytic
+        path.write_text(json.dumps(entry) + "\n")
+        assert ops.plan_conv2d(cfg, *shapes, 1, 1, True).tiling == tuned
+        other = vta.Config.load("aws")  # another configuration's layer is not in the log
+        assert ops.plan_conv2d(other, *shapes, 1, 1, True).tiling == \
+            ops.conv2d_plans(other, *shapes, 1, 1, True)[0].tiling
+    with log.use(None):
+        assert ops.plan_conv2d(cfg, *shapes, 1, 1, True) == analytic
+    path.write_text("not json\n" + json.dumps(entry) + "\n")
+    with log.use(path), pytest.raises(ValueError, match=r"t.jsonl:1: not a JSON line"):
+        ops.plan_conv2d(cfg, *shapes, 1, 1, True)
+
+
+# ---------------------------------------------------------------- roofline
+@pytest.mark.parametrize("layer", ["C4", "C9"])
+def test_bound_never_exceeds_a_run(open_dev, backend, rng, layer):
+    """A lower bound: no run of the layer, on any backend that counts cycles, beats it."""
+    dev = open_dev("default")
+    h, w, c, o, k, p, s = ops.RESNET18_LAYERS[layer]
+    data = rng.integers(-128, 128, (1, c, h, w), dtype=np.int8)
+    kernel = rng.integers(-128, 128, (o, c, k, k), dtype=np.int8)
+    bias = rng.integers(-1000, 1000, o).astype(np.int32)
+    _, stats = ops.conv2d(dev, data, kernel, stride=s, padding=p, bias=bias, shift=8,
+                          clip=(0, 127), return_stats=True)
+    b = ops.conv2d_bound(dev.cfg, ops.pack_nchw(data, dev.cfg).shape,
+                         ops.pack_oihw(kernel, dev.cfg).shape, stride=s, padding=p, bias=True,
+                         shift=8, clip=(0, 127))
+    # the work the run did is at least the minimal work
+    assert stats.gemm_uops == b.work.gemm_uops and stats.alu_uops >= b.work.alu_uops
+    assert stats.inp_load_bytes >= b.work.inp_bytes
+    assert stats.wgt_load_bytes >= b.work.wgt_bytes
+    if backend == "golden":
+        assert stats.cycles is None
+    else:
+        assert stats.cycles >= b.cycles
+
+
+# ------------------------------------------------------------- folded residual adds
+@pytest.mark.parametrize("c, h, w, o, k, s, p", [(2, 9, 7, 3, 3, 1, 1), (2, 8, 8, 2, 1, 2, 0)])
+def test_conv2d_with_a_folded_add_equals_conv_then_add(open_dev, backend, rng, c, h, w, o, k,
+                                                       s, p):
+    """The add done in the convolution's tiles gives emit_add's result on the stored output,
+    for every loop structure the planner may pick."""
+    dev = open_dev("tiny")
+    cfg = dev.cfg
+    bi = cfg.BLOCK_IN
+    data = ops.pack_nchw(rng.integers(-128, 128, (1, c * bi, h, w), dtype=np.int8), cfg)
+    kernel = ops.pack_oihw(rng.integers(-128, 128, (o * bi, c * bi, k, k), dtype=np.int8), cfg)
+    bias = rng.integers(-3000, 3000, o * bi).astype(np.int32)
+    conv = dict(stride=s, padding=p, bias=bias, shift=7, clip=(-128, 127))
+    y = ops.conv2d_packed(dev, data, kernel, **conv)
+    other = rng.integers(-128, 128, y.shape, dtype=np.int8)
+    for kw in (dict(a_lshift=1, offset=1, shift=1, clip=(0, 127)),
+               dict(b_lshift=2, relu=True)):
+        want = ops.add(dev, y, other, **kw)
+        res = ops.Residual.of_shifts(kw.get("a_lshift", 0), kw.get("b_lshift", 0),
+                                     kw.get("offset", 0), kw.get("shift", 0),
+                                     kw.get("relu", False), kw.get("clip"))
+        plans = _one_plan_per_structure(cfg, data.shape, kernel.shape, s, p, residual=True)
+        for plan in plans[:6 if backend != "icarus" else 1]:
+            got, stats = ops.conv2d_packed(dev, data, kernel, **conv, residual=res, other=other,
+                                           tiling=plan.tiling, return_stats=True)
+            np.testing.assert_array_equal(got, want, err_msg=str(plan.tiling))
+        b = ops.conv2d_bound(cfg, data.shape, kernel.shape, **dict(conv, bias=True),
+                             residual=res)
+        assert stats.gemm_uops == b.work.gemm_uops  # the convolution's and one per entry
+        assert stats.acc8_load_bytes == 0 and stats.alu_uops >= b.work.alu_uops
+
+
+def test_folded_add_refusals(device):
+    cfg = device.cfg
+    data = np.zeros((1, 1, 4, 4, cfg.BATCH, cfg.BLOCK_IN), np.int8)
+    kernel = np.zeros((1, 1, 3, 3, cfg.BLOCK_OUT, cfg.BLOCK_IN), np.int8)
+    other = np.zeros((1, 1, 4, 4, cfg.BATCH, cfg.BLOCK_OUT), np.int8)
+    with pytest.raises(ValueError, match="by an int8 weight, not 128"):
+        ops.conv2d_packed(device, data, kernel, padding=1, clip=(-128, 127),
+                          residual=ops.Residual.of_shifts(other_lshift=7), other=other)
+    with pytest.raises(ValueError, match=r"clamped within int8 .*, not \(-200, 127\)"):
+        ops.conv2d_packed(device, data, kernel, padding=1, clip=(-200, 127),
+                          residual=ops.Residual(), other=other)
+    with pytest.raises(ValueError, match="clamped within int8 .*, not no clamp"):
+        ops.conv2d_packed(device, data, kernel, padding=1, residual=ops.Residual(),
+                          other=other)
+    # an epilogue ending MIN then MAX clamps as well; a row step after the clamp does not
+    clamped = ops.Epilogue(0, (), ((AluOp.MIN, 100, False), (AluOp.MAX, -5, False)))
+    assert ops.epilogue._final_clamp(clamped) == (-5, 100)
+    assert ops.Residual.of_steps([], [(AluOp.ADD, 3)], []) is None  # a zero point
+    assert ops.Residual.of_steps([], [(AluOp.MUL, 99)], []).other_mult == 99
+    with pytest.raises(ValueError, match=r"must have the output's packed shape"):
+        ops.conv2d_packed(device, data, kernel, padding=1, clip=(-128, 127),
+                          residual=ops.Residual(), other=other[:, :, :2])

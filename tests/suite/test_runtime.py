@@ -377,6 +377,45 @@ def test_kernel_cache_one_uop_load_while_resident(device, upload):
         q.synchronize()
 
 
+def test_preloaded_kernels_share_one_uop_load(open_dev, upload, rng):
+    """Kernels preloaded back to back are one UOP LOAD; their ALU ops then load nothing."""
+    dev = open_dev("tiny")
+    acc = rng.integers(-1000, 1000, acc_shape(dev, 8)).astype(np.int32)
+    src = upload(dev, acc.astype("<i4"))
+    out = dev.alloc(8 * dev.cfg.BATCH * dev.cfg.BLOCK_OUT)
+
+    def kernel(q, ops_imm):
+        def finit():
+            q.uop_loop_begin(8, 1, 1, 0)
+            q.uop_push(MODE_ALU, 0, 0, 0, 0, *ops_imm)
+            q.uop_loop_end()
+        return finit
+
+    steps = {"add": (AluOp.ADD, 1, 5), "shr": (AluOp.SHR, 1, 2), "max": (AluOp.MAX, 1, -3)}
+    with CommandQueue(dev) as q:
+        q.load_2d(src, 0, 8, 1, 8, 0, 0, 0, 0, 0, MemId.ACC)
+        for key, op in steps.items():
+            assert q.preload(key, kernel(q, op), MODE_ALU).cached
+        uop_loads = [i for i in q.insns if i.opcode == Opcode.LOAD and i.memory_type == MemId.UOP]
+        assert [(i.sram_base, i.x_size) for i in uop_loads] == [(0, 3)]  # one LOAD of three
+        assert q.uops_staged == 3
+        q.dep_push(L, C)
+        q.dep_pop(L, C)  # a pending pop: the next UOP LOAD takes it and is a LOAD of its own
+        q.preload("min", kernel(q, (AluOp.MIN, 1, 40)), MODE_ALU)
+        loads = [i for i in q.insns if i.opcode == Opcode.LOAD and i.memory_type == MemId.UOP
+                 and i.x_size]
+        assert [(i.sram_base, i.x_size, i.pop_prev_dep) for i in loads] == [(0, 3, 0), (3, 1, 1)]
+        count = len(q.insns)
+        for key, op in [*steps.items(), ("min", (AluOp.MIN, 1, 40))]:
+            q.push_alu(key, kernel(q, op))
+        assert len(q.insns) == count + 4  # the four ALU ops, no further UOP LOAD
+        store_out(q, out, 8)
+        q.synchronize()
+    expect = np.minimum(np.maximum((acc.astype(np.int64) + 5) >> 2, -3), 40).astype(np.int8)
+    assert np.array_equal(fetch(dev, out, acc.shape), expect)
+    dev.free(out)
+
+
 def test_kernel_placement_wraps_and_evicts(open_dev, upload):
     dev = open_dev("tiny")  # 256-entry micro-op buffer
     size = 100

@@ -21,16 +21,16 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vta._version", "vta.errors"),
     ("vta.isa",),                             # field tables, engines and token queues
     ("vta.config",),                          # checks its layouts against the ISA
-    ("vta.regs", "vta.aws.regs"),             # register maps: specifications too
+    ("vta.regs", "vta.aws.regs", "vta.roofline"),  # register maps, bounds: specifications too
     ("vta.golden", "vta.trace"),              # the model; the trace format
     ("vta.driver",),                          # the register protocol over a Transport
     ("vta.progfile",),                        # program files: devices taken as they come
     ("vta.hdltools",),                        # builds, headers, synthesis, waves
     ("vta.backends",),                        # the transports
     ("vta.device",),                          # open_device: driver + a backend by name
-    ("vta.runtime",),
+    ("vta.runtime", "vta.tune.log"),          # the runtime; the tuning log the planner reads
     ("vta.ops",),
-    ("vta.graph", "vta.regress", "vta.aws", "vta.workloads"),
+    ("vta.graph", "vta.regress", "vta.aws", "vta.workloads", "vta.tune"),
     ("vta.cli",),
     ("vta",),                                 # the root re-exports; nothing imports it
 )

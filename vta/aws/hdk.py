@@ -15,16 +15,25 @@ F1          ``hdk/cl/developer_designs/<cl>`` from ``cl_hello_world``'s build
             -clock_recipe_a <A0|A1|A2> -foreground``
 =========== =================================================================
 
-``design/`` receives ``hdl/*.v``, ``hdl/aws/*.v``, the generated headers and a
-top-level module named after the CL (``<cl>.sv``): it includes the shell's
+``design/`` receives ``hdl/*.v``, ``hdl/aws/*.v``, the generated headers,
+``cl_id_defines.vh`` (the PCI IDs the build scripts copy into the AFI's manifest)
+and a top-level module named after the CL (``<cl>.sv``): it includes the shell's
 ``cl_ports.vh``, instantiates AWS's ``sh_ddr`` (F1: DDR A, B, D absent, through
 AWS's ``unused_ddr_a_b_d_template.inc``; F2: the DDR4 controller present) and
-connects ``vta_aws_f1`` / ``vta_aws_f2`` by port name.  Written against the HDK
-commits named in docs/aws.md; not run here (no Vivado).
+connects ``vta_aws_f1`` / ``vta_aws_f2`` by port name.  ``build/constraints/``
+receives the user constraint files the HDK's scripts read (:data:`XDC`).
+
+The templates' synthesis scripts read the design with ``glob .../*.?v``, which
+matches ``x.sv`` and not ``x.v``: the generated script reads every ``*.v`` (as
+Verilog) and every ``*.sv`` (as SystemVerilog) of the encrypted-source folder
+once, and names that folder as the include folder.  Written against the HDK
+commits named in docs/aws.md; not run here (no Vivado): tests/aws/test_aws_hdk.py
+runs the scripts' file handling in ``tclsh`` with Vivado's commands stubbed.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +50,17 @@ F2_TEMPLATE = "CL_TEMPLATE"
 #: DDR4 IP the F2 build reads for sh_ddr (as AWS's cl_mem_perf example does).
 F2_DDR_IP = ("cl_ddr4_32g", "cl_ddr4_32g_ap", "cl_ddr4", "cl_ddr4_64g_ap")
 CLOCK_RECIPES = ("A0", "A1", "A2")
+#: The templates' line that reads the design, and the folder it reads (encrypted sources).
+TEMPLATE_READ = {"f1": "read_verilog -sv [glob $ENC_SRC_DIR/*.?v]",
+                 "f2": "read_verilog -sv [glob ${src_post_enc_dir}/*.?v]"}
+SOURCE_DIR = {"f1": "$ENC_SRC_DIR", "f2": "${src_post_enc_dir}"}
+#: The build scripts: what they are called with, and the manifest they write.
+BUILD_SCRIPT = {"f1": "aws_build_dcp_from_cl.sh", "f2": "aws_build_dcp_from_cl.py"}
+#: Clock recipes the F2 script records when not given (it refuses recipes without
+#: ``--aws_clk_gen``; clk_main_a0 is then the shell's 250 MHz) and F1's B/C defaults.
+F2_RECIPES = {"clock_recipe_a": "A1", "clock_recipe_b": "B2", "clock_recipe_c": "C0",
+              "clock_recipe_hbm": "H2"}
+F1_RECIPES_BC = {"clock_recipe_b": "B0", "clock_recipe_c": "C0"}
 
 
 class HdkError(VTAError):
@@ -61,6 +81,8 @@ class BuildPlan:
     copies: list[tuple[Path, Path]] = field(default_factory=list)
     renames: list[tuple[Path, Path, str, str]] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
+    #: manifest fields the HDK's build script will write, as far as known before the build
+    manifest: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         """The plan as text (what ``--dry-run`` prints)."""
@@ -76,6 +98,8 @@ class BuildPlan:
         for path, text in self.files.items():
             out.append(f"write {path} ({len(text.splitlines())} lines)")
         out.append("run: " + " ".join(_quote(a) for a in self.command))
+        out.append(f"manifest the build writes into the tarball ({BUILD_SCRIPT[self.shell]}):")
+        out += [f"  {k}={v}" for k, v in self.manifest.items()]
         return "\n".join(out) + "\n"
 
 
@@ -168,17 +192,22 @@ endmodule
 """
 
 
-def _f2_synth(template_text: str) -> str:
-    """synth_<cl>.tcl from the template's: include folder for our headers, the DDR4 IP."""
-    read = "read_verilog -sv [glob ${src_post_enc_dir}/*.?v]"
+def _synth(template_text: str, shell: str, template: str) -> str:
+    """``synth_<cl>.tcl`` from the template's: every source once, the include folder; F2
+    also reads the DDR4 IP sh_ddr needs."""
+    read, src = TEMPLATE_READ[shell], SOURCE_DIR[shell]
     if read not in template_text:
-        raise HdkError(f"the HDK's {F2_TEMPLATE} synthesis script no longer contains {read!r}; "
+        raise HdkError(f"the HDK's {template} synthesis script no longer contains {read!r}; "
                        "this version of vta aws build does not know its layout")
-    ip = " \\\n".join(f"  ${{HDK_IP_SRC_DIR}}/{n}/{n}.xci" for n in F2_DDR_IP)
-    return template_text.replace(read, read + "\n# VTA: headers beside the sources\n"
-                                 "set_property include_dirs ${src_post_enc_dir} "
-                                 "[current_fileset]\n# VTA: sh_ddr's DDR4 controller\n"
-                                 f"read_ip [ list \\\n{ip}\n]", 1)
+    ours = ["# VTA: every Verilog file (*.v) and the SystemVerilog top (*.sv) once each",
+            "# (the template's *.?v matches only *.sv); the headers lie beside them",
+            f"set_property include_dirs {src} [current_fileset]",
+            f"read_verilog [glob {src}/*.v]",
+            f"read_verilog -sv [glob {src}/*.sv]"]
+    if shell == "f2":
+        ip = " \\\n".join(f"  ${{HDK_IP_SRC_DIR}}/{n}/{n}.xci" for n in F2_DDR_IP)
+        ours += ["# VTA: sh_ddr's DDR4 controller", f"read_ip [ list \\\n{ip}\n]"]
+    return template_text.replace(read, "\n".join(ours), 1)
 
 
 def _f1_encrypt(template_text: str, files: list[str]) -> str:
@@ -192,6 +221,125 @@ def _f1_encrypt(template_text: str, files: list[str]) -> str:
     lines.append("file copy -force $UNUSED_TEMPLATES_DIR/unused_ddr_a_b_d_template.inc "
                  "$TARGET_DIR")
     return head + F1_ENCRYPT_BEGIN + "\n" + "\n".join(lines) + "\n" + F1_ENCRYPT_END + tail
+
+
+def manifest_ids(text: str, shell: str) -> dict[str, str]:
+    """The PCI IDs ``shell``'s build script takes from a ``cl_id_defines.vh``, as it does.
+
+    F1 (``aws_build_dcp_from_cl.sh``): of the lines not starting with ``//`` those
+    naming ``CL_SH_ID0`` (``CL_SH_ID1``) and ``define``, underscores deleted, the text
+    between the first and second ``h``; its first four characters are the device
+    (subsystem) ID, the next four the vendor (subsystem vendor) ID.  F2
+    (``aws_build_dcp_from_cl.py``): each line where ``\\s*`define\\s*CL_SH_ID0`` is
+    found, its third word with the characters ``3``, ``2``, ``'`` and ``h`` stripped
+    from the left, split at ``_``.  (A value starting with 2 or 3 loses digits there:
+    :func:`render_id_defines` is checked against this.)
+    """
+    names = (("pci_device_id", "pci_vendor_id"), ("pci_subsystem_id", "pci_subsystem_vendor_id"))
+    out: dict[str, str] = {}
+    for k, (hi, lo) in enumerate(names):
+        key = f"CL_SH_ID{k}"
+        if shell == "f1":
+            found = [ln.replace("_", "").split("h")[1] if ln.count("h") else ""
+                     for ln in text.splitlines()
+                     if not ln.startswith("//") and key in ln and "define" in ln]
+            value = "\n".join(found)
+            out[hi], out[lo] = "0x" + value[0:4], "0x" + value[4:8]
+        else:
+            for ln in text.splitlines():
+                if re.search(r"\s*`define\s*" + key, ln):
+                    parts = ln.split()[2].lstrip("32'h").split("_")
+                    out[hi], out[lo] = "0x" + parts[0], "0x" + parts[1]
+    return out
+
+
+def render_id_defines(shell: str) -> str:
+    """``design/cl_id_defines.vh`` for ``shell``, checked to read back as the wrapper's IDs."""
+    text = clregs.render_id_defines(shell)
+    id0, id1 = clregs.pci_ids(shell)
+    want = {"pci_device_id": id0 >> 16, "pci_vendor_id": id0 & 0xFFFF,
+            "pci_subsystem_id": id1 >> 16, "pci_subsystem_vendor_id": id1 & 0xFFFF}
+    got = manifest_ids(text, shell)
+    for key, value in want.items():
+        if not value or got.get(key, "").lower() != f"0x{value:04x}":
+            raise HdkError(f"cl_id_defines.vh would give {key}={got.get(key)!r} in the "
+                           f"manifest, not 0x{value:04X} (a zero ID, or a value the build "
+                           "script misreads)")
+    return text
+
+
+#: User constraint files the HDK's scripts read (build/constraints/), per shell.  Every
+#: port of the custom logic is synchronous to clk_main_a0, rst_main_n included (the
+#: shells' interface specifications), and the shell's clock constraints come with the
+#: HDK: there is no reset synchronizer and no clock crossing to except.
+_XDC_HEAD = ("# Written by `vta aws build` for the VTA custom logic (docs/aws.md, \"Timing "
+             "constraints\").\n")
+XDC = {
+    "f1": {
+        "cl_synth_user.xdc": _XDC_HEAD + """\
+# Synthesis: nothing to add.  Every shell port is synchronous to clk_main_a0 (rst_main_n
+# too), so there is no reset synchronizer and no clock crossing; the clock itself is
+# constrained by the HDK's cl_clocks_aws.xdc.  The reset tree (hdl/aws/vta_aws_cl.v, one
+# register per block) survives synthesis through the build's -keep_equivalent_registers.
+""",
+        "cl_pnr_user.xdc": _XDC_HEAD + """\
+# The shell samples the virtual LEDs (cl_sh_status_vled) in a clock domain of its own, as
+# AWS's cl_hello_world constrains it: the one exception, from the LED register of
+# vta_aws_cl (instance VTA/cl of the top) to the shell.  Floorplan: none (docs/aws.md).
+set_false_path -from [get_cells WRAPPER_INST/CL/VTA/cl/vled_q_reg*]
+""",
+    },
+    "f2": {
+        "cl_synth_user.xdc": _XDC_HEAD + """\
+# Synthesis: nothing to add (see cl_timing_user.xdc).  The reset tree (hdl/aws/
+# vta_aws_cl.v, one register per block) survives synthesis through the build's
+# -keep_equivalent_registers.
+""",
+        "cl_timing_user.xdc": _XDC_HEAD + """\
+# No exceptions.  Every port of the custom logic is synchronous to clk_main_a0 (250 MHz),
+# rst_main_n included: no reset synchronizer, no clock crossing; clk_hbm_ref is unused.
+# sh_ddr's own exceptions come with the HDK (cl_ddr_timing_aws.xdc, read with -ref for the
+# CL): its false path ends at cells named *rd_do_reg[*], a name the VTA design never
+# uses, so it hides no VTA path.
+""",
+        "small_shell_cl_pnr_user.xdc": _XDC_HEAD + """\
+# Floorplan: none -- the design takes at most a seventh of any resource the Small Shell
+# leaves and the build's SSI_SpreadLogic_high placement spreads it; docs/aws.md
+# ("Timing constraints and floorplan") says which pblocks to try if the timing report
+# shows SLR crossings on failing paths.
+""",
+    },
+}
+
+
+def _version_file(path: Path, key: str) -> str:
+    """The value of ``key=`` (``key`` followed by = or spaces) in an HDK version file."""
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.startswith(key):
+                return line[len(key):].lstrip("= \t").strip()
+    return f"(read by the build from {path})"
+
+
+def _manifest(shell: str, hdk: Path, ids_text: str, clock_recipe: str) -> dict[str, str]:
+    """The manifest fields the build script writes, in its order, as far as known now."""
+    shell_version = hdk / "hdk" / "common" / "shell_stable" / "shell_version.txt"
+    later = "(computed by the build)"
+    ids = manifest_ids(ids_text, shell)
+    if shell == "f1":
+        return {"manifest_format_version": "2",
+                **{k: ids[k] for k in ("pci_vendor_id", "pci_device_id", "pci_subsystem_id",
+                                       "pci_subsystem_vendor_id")},
+                "dcp_hash": later,
+                "shell_version": _version_file(shell_version, "SHELL_VERSION"),
+                "dcp_file_name": later,
+                "hdk_version": _version_file(hdk / "hdk" / "hdk_version.txt", "HDK_VERSION"),
+                "tool_version": later, "date": later, "clock_recipe_a": clock_recipe,
+                **F1_RECIPES_BC}
+    return {**ids, "manifest_format_version": "2", "dcp_hash": later,
+            "shell_version": _version_file(shell_version, "small_shell"),
+            "hdk_version": _version_file(hdk / "release_version.txt", "RELEASE_VERSION"),
+            "tool_version": later, "date": later, **F2_RECIPES, "dcp_file_name": later}
 
 
 def plan_build(shell: str, hdk: Path | str, cfg: Config, *, cl_name: str = "cl_vta",
@@ -237,22 +385,33 @@ def plan_build(shell: str, hdk: Path | str, cfg: Config, *, cl_name: str = "cl_v
         plan.files[design / name] = text
     top = _top_f1(cl_name, params) if shell == "f1" else _top_f2(cl_name, params)
     plan.files[design / f"{cl_name}.sv"] = top
+    ids = render_id_defines(shell)
+    plan.files[design / "cl_id_defines.vh"] = ids
+    for name, text in XDC[shell].items():
+        plan.files[cl_dir / "build" / "constraints" / name] = text
+    plan.manifest = _manifest(shell, hdk, ids, clock_recipe)
     setup = f"cd {_quote(str(hdk))} && source hdk_setup.sh && export CL_DIR={_quote(str(cl_dir))}"
     if shell == "f2":
         plan.copy_tree = (examples / template, cl_dir)
         plan.remove += [cl_dir / "design", cl_dir / "verif",
                         scripts / f"synth_{template}.tcl"]
         synth = (examples / template / "build" / "scripts" / f"synth_{template}.tcl").read_text()
-        plan.files[scripts / f"synth_{cl_name}.tcl"] = _f2_synth(synth)
+        plan.files[scripts / f"synth_{cl_name}.tcl"] = _synth(synth, shell, template)
         build = f"./aws_build_dcp_from_cl.py -c {cl_name} --mode small_shell"
     else:
         plan.copy_tree = (examples / template / "build", cl_dir / "build")
+        synth_name = f"synth_{template}.tcl"
         for path in sorted((examples / template / "build" / "scripts").iterdir()):
-            if path.suffix in (".tcl", ".sh") and path.name != "encrypt.tcl":
+            if path.suffix in (".tcl", ".sh") and path.name not in ("encrypt.tcl", synth_name):
                 dst = scripts / path.name.replace(template, cl_name)
                 plan.renames.append((scripts / path.name, dst, template, cl_name))
+        synth = (examples / template / "build" / "scripts" / synth_name).read_text()
+        plan.remove.append(scripts / synth_name)
+        plan.files[scripts / f"synth_{cl_name}.tcl"] = _synth(synth.replace(template, cl_name),
+                                                              shell, template)
         encrypt = (examples / template / "build" / "scripts" / "encrypt.tcl").read_text()
-        names = [p.name for p in sources] + list(headers) + [f"{cl_name}.sv"]
+        names = ([p.name for p in sources] + list(headers)
+                 + ["cl_id_defines.vh", f"{cl_name}.sv"])
         plan.files[scripts / "encrypt.tcl"] = _f1_encrypt(encrypt, names)
         build = f"./aws_build_dcp_from_cl.sh -clock_recipe_a {clock_recipe} -foreground"
     plan.command = ["bash", "-c", f"{setup} && cd {_quote(str(scripts))} && {build}"]

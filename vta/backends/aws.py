@@ -12,6 +12,12 @@ memory, F1   the XDMA driver's ``/dev/xdma<N>_h2c_<ch>`` / ``_c2h_<ch>``
              when the driver is not loaded (or ``dma="bar4"``)
 memory, F2   BAR4 mapped write-combining (``resource4_wc``): the Small Shell has
              no DMA engine (docs/aws.md, "F2 choices")
+completion,  the wrapper's user interrupt 0 through the XDMA driver's
+F1           ``/dev/xdma<N>_events_0`` (``poll`` until readable, then a 4-byte
+             read that clears it); STATUS polled when the file is not there
+completion,  STATUS polled with a back-off (10 us doubling to 10 ms): the Small
+F2           Shell delivers user interrupts as MSI-X vectors only to a kernel
+             driver of one's own (AWS's msix-interrupts example); none ships
 ============ ===============================================================
 
 The slot's application PF is found as the AWS SDK finds it (an application PF
@@ -30,7 +36,9 @@ driven by the simulated wrapper.  Nothing here has run on real hardware.
 
 Options (``vta.open_device("f2", cfg, **options)``): ``slot`` (default 0),
 ``pci_address``, ``mmio`` ("auto", "sysfs", "sdk"), ``dma`` ("auto", "xdma",
-"bar4"; F1), ``channel`` (XDMA channel 0-3, default 0).
+"bar4"; F1), ``channel`` (XDMA channel 0-3, default 0), ``completion`` ("auto": the
+interrupt where the host offers it, else polling; "interrupt": the interrupt or an
+error; "poll").
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ import ctypes
 import ctypes.util
 import mmap
 import os
+import select
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -53,7 +63,10 @@ from ..driver.transport import Transport
 from ..errors import DeviceError
 
 #: Options of :func:`vta.open_device` the f1 / f2 backends take (the card fixes the rest).
-OPTIONS = frozenset({"slot", "pci_address", "dma", "channel", "platform", "name", "mmio"})
+OPTIONS = frozenset({"slot", "pci_address", "dma", "channel", "platform", "name", "mmio",
+                     "completion"})
+#: The wrapper's completion interrupt: user interrupt 0 of the shell.
+COMPLETION_IRQ = 0
 #: The management PF that follows each slot's application PF (vendor, device).
 MGMT_PF = (0x1D0F, 0x1041)
 #: The application PF of a slot with no AFI loaded.
@@ -246,6 +259,36 @@ class XdmaQueue:
 
 
 # ---------------------------------------------------------------------- the host
+class XdmaEvents:
+    """One user interrupt through the XDMA driver: ``/dev/xdma<N>_events_<irq>``.
+
+    The driver marks the file readable when the interrupt arrives; a 4-byte read
+    returns the events since the last read and clears them (it would block until one
+    arrives: it is only read after ``poll`` said so).  An interrupt that arrives while
+    no process has the file open is lost, so it is opened with the transport.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            raise DeviceError(f"cannot open {path}: {exc.strerror}") from None
+        self.poller = select.poll()
+        self.poller.register(self.fd, select.POLLIN)
+
+    def wait(self, timeout: float) -> bool:
+        """True when the interrupt arrived within ``timeout`` seconds (it is cleared)."""
+        ms = max(0, min(int(timeout * 1000), 2**31 - 1))
+        if not any(ev & select.POLLIN for _, ev in self.poller.poll(ms)):
+            return False
+        os.read(self.fd, 4)
+        return True
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
 @dataclass(frozen=True)
 class PciFunction:
     """One PCI function as sysfs lists it."""
@@ -354,6 +397,11 @@ class HostPlatform:
         kind = "h2c" if write else "c2h"
         return XdmaQueue(self.dev / f"xdma{number}_{kind}_{channel}", write)
 
+    def open_events(self, number: int, irq: int) -> XdmaEvents | None:
+        """User interrupt ``irq`` of XDMA device ``number`` (None: the driver offers none)."""
+        path = self.dev / f"xdma{number}_events_{irq}"
+        return XdmaEvents(path) if path.exists() else None
+
     def close(self) -> None:
         """Nothing to release on a real host (each BAR and queue closes itself)."""
 
@@ -380,7 +428,7 @@ class AwsTransport(Transport):
 
     def __init__(self, shell: str, cfg: Config, *, slot: int = 0, pci_address: str | None = None,
                  dma: str = "auto", channel: int = 0, platform: Any = None, name: str | None = None,
-                 mmio: str = "auto"):
+                 mmio: str = "auto", completion: str = "auto"):
         if shell not in clregs.SHELLS:
             raise ValueError(f"shell must be one of {', '.join(clregs.SHELLS)}, not {shell!r}")
         if dma not in ("auto", "xdma", "bar4"):
@@ -390,6 +438,9 @@ class AwsTransport(Transport):
         if shell == "f2" and dma == "xdma":
             raise ValueError("dma='xdma' needs the F1 shell: the F2 Small Shell has no DMA "
                              "engine (card memory is reached through BAR4)")
+        if completion not in ("auto", "interrupt", "poll"):
+            raise ValueError(f"completion must be 'auto', 'interrupt' or 'poll', not "
+                             f"{completion!r}")
         self.shell = clregs.SHELLS[shell]
         self.cfg = cfg
         self.slot = int(slot)
@@ -399,6 +450,7 @@ class AwsTransport(Transport):
         self.bar4: Any = None
         self.h2c: Any = None
         self.c2h: Any = None
+        self.events: Any = None
         self._closed = False
         try:
             self.function = self.platform.find(self.slot, pci_address)
@@ -419,6 +471,7 @@ class AwsTransport(Transport):
             else:
                 self.bar4 = self.platform.open_bar(self.function, 4, self.slot, wc=True)
                 self.memory_path = "BAR4"
+            self._open_completion(completion)
         except BaseException:
             self.close()
             raise
@@ -464,6 +517,41 @@ class AwsTransport(Transport):
                 raise DeviceError(f"{where}: BAR0 scratch register wrote 0x{pattern:08x}, read "
                                   f"back 0x{back:08x}: register accesses do not arrive intact")
         return 1 << log_mem
+
+    def _open_completion(self, completion: str) -> None:
+        """The F1 XDMA driver's event file of the completion interrupt, where offered."""
+        self.completion = "poll"
+        if completion == "poll":
+            return
+        number = None
+        if self.shell.name == "f1":
+            number = self.platform.xdma_number(self.function)
+        if number is not None:
+            self.events = self.platform.open_events(number, COMPLETION_IRQ)
+        if self.events is not None:
+            self.completion = f"interrupt (/dev/xdma{number}_events_{COMPLETION_IRQ})"
+        elif completion == "interrupt":
+            why = ("the F2 Small Shell's interrupts reach only a kernel driver of one's own"
+                   if self.shell.name == "f2" else
+                   "the XDMA driver is not loaded" if number is None else
+                   f"the XDMA driver offers no /dev/xdma{number}_events_{COMPLETION_IRQ}")
+            raise DeviceError(f"{self.name} slot {self.slot}: no completion interrupt: {why}; "
+                              "completion='poll' polls STATUS")
+
+    def wait_idle(self, timeout: float) -> None:
+        """Wait for the completion interrupt (F1 with the XDMA driver), at most ``timeout``
+        seconds; an interrupt that finds VTA still busy (one left from before) is passed
+        over.  Without the interrupt this returns at once and the driver polls STATUS."""
+        if self.events is None:
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if self.events.wait(left) and not self.read32(regs.offset("STATUS")) & \
+                    regs.STATUS_BUSY:
+                return
 
     # ------------------------------------------------------------ registers
     def read32(self, offset: int) -> int:
@@ -520,7 +608,7 @@ class AwsTransport(Transport):
         if self._closed:
             return
         self._closed = True
-        for part in (self.h2c, self.c2h, self.bar4, self.bar0):
+        for part in (self.events, self.h2c, self.c2h, self.bar4, self.bar0):
             if part is not None:
                 with contextlib.suppress(Exception):
                     part.close()

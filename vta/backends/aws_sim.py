@@ -14,6 +14,9 @@ BAR4 stand-in     a copy becomes PCIS writes / reads of one 64-byte beat each,
                   as write-combined stores and uncached loads arrive
 XDMA stand-in     (F1) a pwrite / pread becomes PCIS bursts of up to 4 KiB with
                   the channel's AXI ID, as the XDMA engine issues them
+events stand-in   (F1) ``/dev/xdma0_events_0``: a wait runs the simulation to the
+                  run's end and reports whether the shell model took a request on
+                  user interrupt 0 (``cl_sh_apppf_irq_req[0]``) since the last wait
 PCI IDs           the vendor and device IDs the wrapper drives on cl_sh_id0
 ================= ===========================================================
 
@@ -25,7 +28,8 @@ waited.
 
 Options (``vta.open_device("f2-sim", cfg, **options)``): ``simulator``
 ("verilator", the default, or "icarus"), ``dma`` (F1: "xdma", the default, or
-"bar4"), ``pcis_stall`` (0..1: the host model withholds valid / ready at random),
+"bar4"), ``completion`` (as the f1 / f2 backends'), ``pcis_stall`` (0..1: the host
+model withholds valid / ready at random),
 and every option of the ``verilator`` / ``icarus`` backends (``trace``,
 ``latency``, ``stall``, ``seed``, ``watchdog``, ``timeout``, ``mem_size``, ``waves``).
 """
@@ -45,7 +49,7 @@ from .rtl import SIMULATORS, RTLTransport
 
 BACKENDS = ("f1-sim", "f2-sim")
 #: Options of :func:`vta.open_device` these backends take.
-OPTIONS = RTL_OPTIONS | {"simulator", "dma", "channel", "pcis_stall"}
+OPTIONS = RTL_OPTIONS | {"simulator", "dma", "channel", "pcis_stall", "completion"}
 #: AXI ID of host MMIO on the F1 shell's PCIS port (0x00-0x03 are the XDMA channels).
 F1_MMIO_ID = 0x20
 #: AXI ID the F2 shell model gives host MMIO: an arbitrary 16-bit value (the shell's own
@@ -194,8 +198,15 @@ class AwsSimShell(RTLTransport):
         self._call({"op": "hold", "on": bool(on)})
 
     def flr(self) -> int | None:
-        """Pulse a function-level reset; returns the cycles until cl_sh_flr_done (None: never)."""
+        """Pulse a function-level reset; returns the cycles until cl_sh_flr_done (None: never).
+
+        The request is held 8 cycles past the acknowledgement; a second acknowledgement
+        in that time raises :class:`DeviceError`.
+        """
         reply, _ = self._call({"op": "flr"})
+        if reply["flr_done_again"]:
+            raise DeviceError(f"{self.name}: cl_sh_flr_done pulsed {reply['flr_done_again']} "
+                              "more time(s) while the shell held sh_cl_flr_assert")
         return reply["flr_done"]
 
 
@@ -266,6 +277,38 @@ class SimXdmaQueue:
         """The simulation is closed with the platform."""
 
 
+class SimEvents:
+    """XDMA user-interrupt stand-in (F1's ``/dev/xdma0_events_0``).
+
+    :meth:`wait` lets a run in flight finish in the simulator (the time the host would
+    sleep), then reports whether the shell model received a request on user interrupt
+    0 since the last wait (its count of requests went up).
+    """
+
+    def __init__(self, sim: AwsSimShell, bar0: SimBar0):
+        self.sim = sim
+        self.bar0 = bar0
+        self.seen = sim.info()["irq_seen"]
+        self.delivered = 0  # interrupts reported by wait (tests read it)
+
+    def wait(self, timeout: float) -> bool:
+        if self.bar0.running:
+            self.bar0.running = False
+            if self.sim.read32(regs.offset("STATUS")) & regs.STATUS_BUSY:
+                self.sim.wait_idle(min(timeout, self.bar0.run_timeout))
+        for _ in range(8):  # the request reaches the shell a few cycles after VTA's irq
+            count = self.sim.info()["irq_seen"]
+            if count != self.seen:
+                self.seen = count
+                self.delivered += 1
+                return True
+            self.sim.read32(clregs.offset("CL_ID"))  # an OCL access lets cycles pass
+        return False
+
+    def close(self) -> None:
+        """The simulation is closed with the platform."""
+
+
 class SimPlatform:
     """What :class:`~vta.backends.aws.AwsTransport` opens, served by an :class:`AwsSimShell`.
 
@@ -288,6 +331,7 @@ class SimPlatform:
         self.sim = AwsSimShell(shell, cfg, **options)
         self.xdma = xdma and shell == "f1"
         self.run_timeout = run_timeout
+        self.bar0: SimBar0 | None = None
 
     def find(self, slot: int, pci_address: str | None) -> PciFunction:
         if slot != 0 or pci_address not in (None, "sim"):
@@ -299,7 +343,8 @@ class SimPlatform:
 
     def open_bar(self, fn: PciFunction, index: int, slot: int, wc: bool = False):
         if index == 0:
-            return SimBar0(self.sim, self.run_timeout)
+            self.bar0 = SimBar0(self.sim, self.run_timeout)
+            return self.bar0
         if index == 4:
             return SimBar4(self.sim, F1_MMIO_ID if self.sim.shell.name == "f1" else F2_MMIO_ID)
         raise DeviceError(f"the simulated wrapper has no BAR{index}")
@@ -309,6 +354,9 @@ class SimPlatform:
 
     def open_xdma(self, number: int, channel: int, write: bool) -> SimXdmaQueue:
         return SimXdmaQueue(self.sim, channel)
+
+    def open_events(self, number: int, irq: int) -> SimEvents | None:
+        return SimEvents(self.sim, self.bar0) if self.xdma and irq == 0 else None
 
     @property
     def last_trace(self) -> list:
@@ -328,11 +376,13 @@ def open_transport(backend: str, cfg: Config, **options: Any) -> AwsTransport:
         raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
     dma = options.pop("dma", "xdma" if shell == "f1" else "bar4")
     channel = options.pop("channel", 0)
+    completion = options.pop("completion", "auto")
     run_timeout = options.pop("run_timeout", 600.0)
     platform = SimPlatform(shell, cfg, xdma=dma != "bar4", run_timeout=run_timeout,
                            simulator=simulator, **options)
     try:
-        return AwsTransport(shell, cfg, dma=dma, channel=channel, platform=platform, name=backend)
+        return AwsTransport(shell, cfg, dma=dma, channel=channel, platform=platform, name=backend,
+                            completion=completion)
     except BaseException:
         platform.close()
         raise

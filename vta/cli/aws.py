@@ -7,11 +7,40 @@ commands it would run or the requests it would send, and does nothing else.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import click
 
-from .common import Differ, echo_json, friendly, load_config, output_option
+from .common import EXIT_INTERRUPTED, Differ, echo_json, friendly, load_config, output_option
+
+
+def _bucket(ctx, param, value):
+    """A click callback: ``value`` is an S3 bucket name (or None), else a usage error."""
+    from ..aws.afi import bucket_problem
+
+    if value is not None and (why := bucket_problem(value)):
+        raise click.BadParameter(f"{value!r} is not an S3 bucket name: it {why}")
+    return value
+
+
+def _key(ctx, param, value):
+    """A click callback: ``value`` is an S3 object key (or None), else a usage error."""
+    from ..aws.afi import key_problem
+
+    if value is not None and (why := key_problem(value)):
+        raise click.BadParameter(f"{value!r} is not an S3 key: it {why}")
+    return value
+
+
+def _afi_id(pattern: str, what: str):
+    def check(ctx, param, value):
+        from ..aws import afi
+
+        if not getattr(afi, pattern).fullmatch(value):
+            raise click.BadParameter(f"must be {what}, not {value!r}")
+        return value
+    return check
 
 
 @click.group("aws")
@@ -71,30 +100,49 @@ def build(shell: str, hdk: Path, config: str, cl_name: str, clock_recipe: str, f
 # ------------------------------------------------------------------- create-afi
 @aws_cmd.command("create-afi")
 @click.argument("tarball")
-@click.option("--bucket", required=True, help="S3 bucket for the DCP tarball")
-@click.option("--key", default=None, help="S3 key of the tarball (default: dcp/<file name>)")
+@click.option("--bucket", callback=_bucket,
+              help="S3 bucket for the DCP tarball (not needed when TARBALL is s3://...)")
+@click.option("--key", default=None, callback=_key,
+              help="S3 key of the tarball (default: dcp/<file name>)")
 @click.option("--name", default="vta", show_default=True, help="AFI name")
 @click.option("--description", default="VTA deep-learning accelerator", show_default=True)
-@click.option("--logs-bucket", default=None, help="S3 bucket for the logs (default: --bucket)")
-@click.option("--logs-key", default="logs/", show_default=True, help="S3 prefix for the logs")
+@click.option("--logs-bucket", default=None, callback=_bucket,
+              help="S3 bucket for the logs (default: the tarball's bucket)")
+@click.option("--logs-key", default="logs/", show_default=True, callback=_key,
+              help="S3 prefix for the logs")
 @click.option("--region", default=None, help="AWS region (default: your AWS configuration's)")
 @click.option("--dry-run", is_flag=True, help="print the upload and the request, send nothing")
 @click.option("--json", "as_json", is_flag=True, help="print the IDs as JSON")
 @friendly
-def create_afi_cmd(tarball: str, bucket: str, key: str | None, name: str, description: str,
-                   logs_bucket: str | None, logs_key: str, region: str | None, dry_run: bool,
-                   as_json: bool) -> None:
-    """Register a DCP tarball as an AFI (uploads TARBALL first unless it is s3://... or a key).
+def create_afi_cmd(tarball: str, bucket: str | None, key: str | None, name: str,
+                   description: str, logs_bucket: str | None, logs_key: str, region: str | None,
+                   dry_run: bool, as_json: bool) -> None:
+    """Register a DCP tarball as an AFI (uploads TARBALL first when it is a local file).
 
-    TARBALL is a local file (uploaded to --bucket), or the key of a tarball already
-    in --bucket.
+    TARBALL is a local file (uploaded to --bucket), s3://BUCKET/KEY, or the key of a
+    tarball already in --bucket.
     """
-    from ..aws.afi import CreateRequest, create_afi
+    from ..aws.afi import CreateRequest, bucket_problem, create_afi, key_problem, split_s3_url
 
     local = Path(tarball)
     upload = local if local.is_file() else None
+    if upload is None and tarball.startswith("s3://"):
+        url_bucket, url_key = split_s3_url(tarball)
+        for what, why in (("bucket", bucket_problem(url_bucket)), ("key", key_problem(url_key))):
+            if why:
+                raise click.BadParameter(f"{tarball!r} is not s3://BUCKET/KEY: its {what} {why}",
+                                         param_hint="TARBALL")
+        if bucket not in (None, url_bucket) or key not in (None, url_key):
+            raise click.BadParameter(f"{tarball!r} names bucket and key already; --bucket / "
+                                     "--key would contradict it", param_hint="TARBALL")
+        bucket, key = url_bucket, url_key
+    if bucket is None:
+        raise click.BadParameter("is needed unless TARBALL is s3://BUCKET/KEY",
+                                 param_hint="--bucket")
     if key is None:
         key = f"dcp/{local.name}" if upload is not None else tarball
+        if why := key_problem(key):
+            raise click.BadParameter(f"{key!r} is not an S3 key: it {why}", param_hint="TARBALL")
     req = CreateRequest(name, bucket, key, logs_bucket or bucket, logs_key, description, upload)
     if dry_run:
         click.echo(req.describe(), nl=False)
@@ -108,8 +156,13 @@ def create_afi_cmd(tarball: str, bucket: str, key: str | None, name: str, descri
 
 
 # ------------------------------------------------------------------- wait
+def _minutes(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
 @aws_cmd.command()
-@click.argument("afi")
+@click.argument("afi", callback=_afi_id("AFI_ID", "an AFI ID (afi- and hex digits)"))
 @click.option("--region", default=None, help="AWS region (default: your AWS configuration's)")
 @click.option("--interval", type=click.FloatRange(min=1), default=60.0, show_default=True,
               help="seconds between polls")
@@ -118,27 +171,39 @@ def create_afi_cmd(tarball: str, bucket: str, key: str | None, name: str, descri
 @click.option("--dry-run", is_flag=True, help="print the request, send nothing")
 @friendly
 def wait(afi: str, region: str | None, interval: float, timeout: float, dry_run: bool) -> None:
-    """Wait until AFI (afi-...) is available; exit status 1 if it failed."""
+    """Wait until AFI (afi-...) is available; exit status 1 if it failed.
+
+    Each poll prints the AFI's state and the time waited; Ctrl-C stops waiting (exit
+    status 130) and leaves the AFI's creation running.
+    """
     from ..aws.afi import wait_afi
 
-    if not afi.startswith("afi-"):
-        raise click.BadParameter(f"must be an AFI ID (afi-...), not {afi!r}", param_hint="AFI")
     if dry_run:
         click.echo(f"ec2 DescribeFpgaImages {{'FpgaImageIds': [{afi!r}]}} every {interval:g} s "
                    f"until State.Code is available or failed (at most {timeout:g} s)\n", nl=False)
         return
+    last = {"code": "", "waited": 0.0}
 
     def report(code: str, message: str, waited: float) -> None:
+        last.update(code=code, waited=waited)
         click.echo(f"{afi}: {code}" + (f" ({message})" if message else "")
-                   + f" after {waited:.0f} s", err=True)
+                   + f", {_minutes(waited)} waited", err=True)
 
-    wait_afi(afi, region=region, interval=interval, timeout=timeout, report=report)
+    try:
+        wait_afi(afi, region=region, interval=interval, timeout=timeout, report=report,
+                 sleep=time.sleep)
+    except KeyboardInterrupt:
+        state = f" (last seen {last['code']}, {_minutes(last['waited'])} waited)" \
+            if last["code"] else ""
+        click.echo(f"\nvta: stopped waiting for {afi}{state}; its creation goes on: "
+                   f"`vta aws wait {afi}` waits again", err=True)
+        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
     click.echo(f"{afi} is available")
 
 
 # ------------------------------------------------------------------- load
 @aws_cmd.command()
-@click.argument("agfi")
+@click.argument("agfi", callback=_afi_id("AGFI_ID", "a global AFI ID (agfi- and hex digits)"))
 @click.option("--slot", type=click.IntRange(0, 7), default=0, show_default=True)
 @click.option("--force", is_flag=True, help="load even if the slot is busy (after a timeout)")
 @click.option("--dry-run", is_flag=True, help="print the commands, run nothing")

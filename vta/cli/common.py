@@ -134,6 +134,27 @@ class OutputPath(click.Path):
         return path
 
 
+@contextlib.contextmanager
+def farm_progress(label: str, quiet: bool) -> Iterator[tuple[Any, Any]]:
+    """The progress bar of a run on a Dask cluster (``vta regress``, ``vta tune``) on stderr:
+    done / total, a status, elapsed and remaining time.  Yields (the bar, its task)."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = [TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn()]
+    with Progress(*columns, console=Console(stderr=True), disable=quiet,
+                  transient=False) as bar:
+        yield bar, bar.add_task(label, total=None, status="starting the cluster")
+
+
 def output_option(*names: str, folder: bool = False, exists: bool = False, **kwargs: Any):
     """A click option whose value is an :class:`OutputPath`."""
     return click.option(*names, type=OutputPath(folder=folder, exists=exists), **kwargs)

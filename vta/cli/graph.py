@@ -3,6 +3,7 @@ and ``vta graph quantize`` (onnxruntime's quantize_static for VTA)."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ def _report_table(report, title: str):
 
     table = Table(title=title)
     for i, head in enumerate(report.HEADER):
-        table.add_column(head, justify="right" if i in (3, 4, 5) else "left")
+        table.add_column(head, justify="right" if i in report.NUMERIC else "left")
     for row in report.rows():
         table.add_row(*row)
     return table
@@ -55,12 +56,16 @@ def graph_cmd() -> None:
               help="compare with onnxruntime (default: when it is installed)")
 @output_option("--trace", "trace_file", metavar="FILE",
                help="write the per-instruction trace of the inference to this file")
+@click.option("--tuning-log", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None,
+              help="plan layers from this tuning log (`vta tune`; default: "
+              "$VTA_TUNING_LOG or ~/.cache/vta/tuning.jsonl when it exists)")
 @sim_options()
 @json_option
 @friendly
 def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
             cpu_nodes: tuple[str, ...], output: Path | None, use_ort: bool | None,
-            trace_file: Path | None, as_json: bool, **sim) -> None:
+            trace_file: Path | None, tuning_log: Path | None, as_json: bool, **sim) -> None:
     """Run MODEL on an input and check it bit for bit against the int8 reference.
 
     \b
@@ -72,6 +77,7 @@ def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
 
     from ..graph import judge, load_onnx, reference, run_reference
     from ..graph.executor import Executor
+    from ..tune import log
 
     cfg = load_config(config)
     options = device_options(backend, trace=trace_file, **sim)
@@ -94,7 +100,8 @@ def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
     console = Console(stderr=as_json, soft_wrap=True)
     with console.status(opening(backend)):
         dev = open_device_cli(backend, cfg, options)
-    with dev, Executor(graph, dev, cpu_nodes=cpu_nodes) as ex:
+    with dev, Executor(graph, dev, cpu_nodes=cpu_nodes) as ex, \
+            (log.use(tuning_log) if tuning_log is not None else contextlib.nullcontext()):
         with console.status("running..."):
             ours = ex.run(feeds)
         report = ex.report()

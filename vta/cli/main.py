@@ -12,6 +12,7 @@ removes its files and exits with 130.
 ``tools``    bench, cache: this machine's figures, the simulator builds
 ``graph``    graph: quantized ONNX models
 ``regress``  regress: random programs against the golden model, on a Dask farm
+``tune``     tune: plans of a network's layers measured on the RTL, the best logged
 ``aws``      aws: AWS FPGA builds, AFIs and runs
 ============ =================================================================
 """
@@ -24,7 +25,7 @@ import sys
 import click
 
 from .._version import __version__
-from . import aws, demo, graph, prog, regress, spec, tools
+from . import aws, demo, graph, prog, regress, spec, tools, tune
 from .common import EXIT_INTERRUPTED, setup_logging
 
 
@@ -76,5 +77,5 @@ def main(verbose: int) -> None:
 
 for _command in (spec.config_cmd, spec.isa_cmd, spec.regs, spec.disasm, spec.asm, demo.demo,
                  prog.run, prog.trace, prog.diff, prog.lint_cmd, prog.waves, tools.bench,
-                 tools.cache, graph.graph_cmd, regress.regress_cmd, aws.aws_cmd):
+                 tools.cache, graph.graph_cmd, regress.regress_cmd, tune.tune_cmd, aws.aws_cmd):
     main.add_command(_command)

@@ -12,10 +12,12 @@ from .. import isa
 from .common import (
     Differ,
     backend_option,
+    config_option,
     device_options,
     echo_json,
     friendly,
     json_option,
+    load_config,
     open_device_cli,
     opening,
     output_option,
@@ -184,10 +186,11 @@ def _trace_outputs(fn):
 
 
 def _show_steps(records, title: str, engines, index_range, perfetto, png, as_json,
-                extra: dict | None = None) -> list:
+                extra: dict | None = None, cfg=None) -> list:
     from .. import trace as vtrace
 
     steps = vtrace.analyse(records)
+    roof = vtrace.roofline(steps, cfg) if cfg is not None and steps else None
     first, last = index_range or (None, None)
     shown = vtrace.select(steps, engines, first, last)
     if perfetto is not None:
@@ -198,11 +201,14 @@ def _show_steps(records, title: str, engines, index_range, perfetto, png, as_jso
         except ImportError as exc:
             raise click.ClickException(f"{exc}\nhint: the plot extra installs it") from None
     if as_json:
-        echo_json({**(extra or {}), "title": title, "steps": [s.as_dict() for s in shown]})
+        echo_json({**(extra or {}), "title": title, "roofline": roof,
+                   "steps": [s.as_dict() for s in shown]})
         return shown
     click.echo(title)
     click.echo(vtrace.format_steps(shown), nl=False)
     click.echo(_summary(steps))
+    if roof is not None:
+        click.echo(vtrace.format_roofline(roof))
     for what, path in (("perfetto", perfetto), ("png", png)):
         if path is not None:
             click.echo(f"{what}: {path}")
@@ -295,7 +301,7 @@ def trace_run(program: Path, backend: str, out_file: Path | None, engines, index
             f"{prog.insn_count} instructions retired"
     _show_steps(records, title, engines, index_range, perfetto, png, as_json,
                 {"program": str(program), "backend": backend,
-                 "error": None if failure is None else str(failure)})
+                 "error": None if failure is None else str(failure)}, prog.cfg)
     if failure is not None:
         raise failure
 
@@ -303,10 +309,13 @@ def trace_run(program: Path, backend: str, out_file: Path | None, engines, index
 @trace.command("show")
 @click.argument("files", nargs=-1, required=True,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@config_option
 @_trace_outputs
 @friendly
-def trace_show(files, engines, index_range, perfetto, png, as_json: bool) -> None:
+def trace_show(files, config: str, engines, index_range, perfetto, png, as_json: bool) -> None:
     """Show saved trace files (`vta trace --out`, `vta run --trace`).
+
+    The roofline line needs the configuration the trace ran on (--config).
 
     \b
     Example:
@@ -314,6 +323,7 @@ def trace_show(files, engines, index_range, perfetto, png, as_json: bool) -> Non
     """
     from .. import trace as vtrace
 
+    cfg = load_config(config)
     if len(files) > 1 and (perfetto or png):
         raise click.UsageError("--perfetto and --png take one trace file")
     for path in files:
@@ -322,7 +332,7 @@ def trace_show(files, engines, index_range, perfetto, png, as_json: bool) -> Non
         except ValueError as exc:  # it names the file and line
             raise click.ClickException(str(exc)) from None
         _show_steps(records, f"{path}: {len(records)} instructions", engines, index_range,
-                    perfetto, png, as_json, {"file": str(path)})
+                    perfetto, png, as_json, {"file": str(path)}, cfg)
 
 
 @trace.command("diff")

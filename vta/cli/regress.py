@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .common import EXIT_DIFFER, output_option
+from .common import EXIT_DIFFER, farm_progress, output_option
 
 EXAMPLES = """
 \b
@@ -193,23 +193,9 @@ def _report(paths: tuple[Path, ...], out: Path, history: tuple[Path, ...], triag
 
 def _run(plan, out, workers, cluster, resume, shrink, shrink_budget, ship, max_time,
          max_failures, triage, quiet):
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     from ..regress.run import regress
 
-    console = Console(stderr=True)
-    columns = [TextColumn("[bold]regress"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn()]
-    with Progress(*columns, console=console, disable=quiet, transient=False) as bar:
-        task = bar.add_task("regress", total=None, status="starting the cluster")
+    with farm_progress("regress", quiet) as (bar, task):
         counts = {"pass": 0, "fail": 0, "crash": 0, "error": 0}
 
         def on_result(record, done, total):

@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
+from .. import ops, roofline
 from ..driver.host import Buffer, RunStats
 from ..runtime import CommandQueue
-from . import lowering
+from . import fold, lowering
 from .ir import Graph, GraphError, Node
 from .reference import check_feeds, eval_node, infer_shapes
 
@@ -122,6 +122,9 @@ class NodeReport:
         Host wall time of the node, transfers to and from the device included.
     stats : RunStats or None
         The device counters of a VTA node's run (cycles are None on golden).
+    bound : Bound or None
+        A VTA node's roofline (:mod:`vta.roofline`): its lower bound in cycles
+        from the configuration alone, and the resource that binds.
     """
 
     name: str
@@ -132,6 +135,7 @@ class NodeReport:
     seconds: float = 0.0
     stats: RunStats | None = None
     macs: int = 0
+    bound: roofline.Bound | None = None
 
     @property
     def cycles(self) -> int | None:
@@ -146,10 +150,17 @@ class NodeReport:
             return None
         return self.stats.gemm_uops / self.stats.cycles
 
+    @property
+    def of_bound(self) -> float | None:
+        """bound / cycles: how close the run came to the roofline (None without both)."""
+        return None if self.bound is None else self.bound.of(self.cycles)
+
     def as_dict(self, cfg) -> dict[str, Any]:
         return {"name": self.name, "op": self.op, "placement": self.placement,
                 "reason": self.reason, "epilogue": self.epilogue, "seconds": self.seconds,
                 "macs": self.macs, "gemm_utilisation": self.gemm_utilisation(cfg),
+                "bound": None if self.bound is None else self.bound.as_dict(),
+                "of_bound": self.of_bound,
                 "counters": None if self.stats is None else self.stats.as_dict()}
 
 
@@ -188,30 +199,45 @@ class Report:
         s = self.stats
         return s.gemm_uops / s.cycles if s is not None and s.cycles else None
 
+    @property
+    def bound(self) -> int | None:
+        """The sum of the VTA nodes' bounds in cycles (None when nothing ran on VTA)."""
+        bounds = [n.bound.cycles for n in self.vta_nodes if n.bound is not None]
+        return sum(bounds) if bounds else None
+
     def as_dict(self) -> dict[str, Any]:
+        cycles, bound = self.cycles, self.bound
         return {"backend": self.backend, "config": self.cfg.name, "seconds": self.seconds,
                 "mac_share": self.mac_share(),
-                "cycles": self.cycles, "gemm_utilisation": self.gemm_utilisation(),
+                "cycles": cycles, "gemm_utilisation": self.gemm_utilisation(),
+                "bound": bound, "of_bound": bound / cycles if bound and cycles else None,
                 "activation_bytes": self.activation_bytes,
                 "activation_bytes_unshared": self.activation_bytes_unshared,
                 "weight_bytes": self.weight_bytes,
                 "nodes": [n.as_dict(self.cfg) for n in self.nodes]}
 
     def rows(self) -> list[list[str]]:
-        """Table rows: node, op, placement, ms, cycles, GEMM utilisation, note."""
+        """Table rows: node, op, placement, ms, cycles, GEMM utilisation, bound, note."""
         rows = []
         for n in self.nodes:
-            util = n.gemm_utilisation(self.cfg)
+            util, of = n.gemm_utilisation(self.cfg), n.of_bound
             rows.append([n.name, n.op, n.placement, f"{n.seconds * 1e3:.2f}",
                          "" if n.cycles is None else f"{n.cycles:,}",
                          "" if util is None else f"{util:.1%}",
+                         "" if n.bound is None else f"{n.bound.cycles:,}",
+                         "" if of is None else f"{of:.1%}",
+                         "" if n.bound is None else n.bound.binding,
                          n.epilogue if n.placement == "vta" else n.reason])
         return rows
 
-    HEADER = ("node", "op", "on", "ms", "cycles", "GEMM util", "epilogue / why CPU")
+    HEADER = ("node", "op", "on", "ms", "cycles", "GEMM util", "bound", "of bound", "binds",
+              "epilogue / why CPU")
+    #: Columns of :meth:`rows` holding numbers (right-aligned in tables).
+    NUMERIC = (3, 4, 5, 6, 7)
 
     def summary_rows(self) -> list[tuple[str, str]]:
-        """Summary rows (name, value): VTA nodes, MACs on VTA, work, cycles, device memory."""
+        """Summary rows (name, value): VTA nodes, MACs on VTA, work, cycles, roofline, device
+        memory."""
         stats = self.stats
         rows = [("VTA nodes", f"{len(self.vta_nodes)} of {len(self.nodes)}: "
                               f"{', '.join(n.name for n in self.vta_nodes) or 'none'}")]
@@ -225,6 +251,12 @@ class Report:
         cycles = self.cycles
         rows.append(("cycles", "n/a (functional model)" if cycles is None else
                      f"{cycles:,}; GEMM utilisation {self.gemm_utilisation():.1%}"))
+        bound = self.bound
+        if bound is not None:
+            rows.append(("roofline", f"{bound:,} cycles at least (the VTA nodes' bounds summed)"
+                         + ("" if cycles is None else
+                            f"; the run took {cycles / bound:.3f}x that ({bound / cycles:.1%} "
+                            "of the roofline)")))
         rows.append(("device memory", f"activations {self.activation_bytes:,} bytes in reused "
                                       f"buffers ({self.activation_bytes_unshared:,} without "
                                       f"reuse), weights {self.weight_bytes:,} bytes"))
@@ -238,6 +270,7 @@ class _VtaStep:
     kind: str
     args: dict[str, Any]
     bufs: list[Buffer]
+    bound: roofline.Bound
     recorded: list[tuple] | None = None  # staging writes and runs of the first run
 
 
@@ -289,11 +322,16 @@ class Executor:
         Build each VTA node's instruction stream once per plan and replay it
         (its micro-ops and instructions, as written to the staging buffers) on
         later runs; ``False`` builds the streams on every run.
+    fold_adds : bool
+        Do a residual add inside the convolution that produces one of its
+        operands when it can (:mod:`vta.graph.fold`); ``False`` runs every add
+        on its own.
     """
 
     def __init__(self, graph: Graph, device, *, cpu_nodes: Sequence[str] = (),
                  max_channel_waste: float | None = None,
-                 queue_options: dict | None = None, replay: bool = True):
+                 queue_options: dict | None = None, replay: bool = True,
+                 fold_adds: bool = True):
         self.graph = graph
         self.dev = device
         self.cfg = device.cfg
@@ -306,6 +344,7 @@ class Executor:
         self.max_channel_waste = max_channel_waste
         self.queue_options = dict(queue_options or {})
         self.replay = replay
+        self.fold_adds = fold_adds
         self._shapes_key: tuple | None = None
         self._buffers: list[Buffer] = []
         self._queue: CommandQueue | None = None
@@ -423,6 +462,53 @@ class Executor:
         ops.plan_conv2d(cfg, data, kernel, stride, pad, bias=epi.rows)
         return data, kernel, stride, pad, epi, rows
 
+    def vta_layers(self, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, tuple]:
+        """Every conv and dense node VTA would run for these input shapes.
+
+        ``{node name: (data shape, kernel shape, stride, padding, epilogue rows, folds an
+        add)}``, as :func:`vta.ops.plan_conv2d` takes them (``vta tune`` tunes these
+        layers).
+        """
+        shapes = infer_shapes(self.graph, dict(input_shapes))
+        on_vta, taken = self._placed(shapes)
+        out = {}
+        for n in self.graph.nodes:
+            if n.op in ("conv", "dense") and n.name in on_vta:
+                data, kernel, stride, pad, epi, _ = self._conv_shapes(n, shapes)
+                out[n.name] = (data, kernel, stride, pad, epi.rows, n.name in taken)
+        return out
+
+    def _placed(self, shapes) -> tuple[set[str], dict[str, fold.Fold]]:
+        """(the nodes on VTA, the adds folded into convolutions by conv name)."""
+        on_vta = {n.name for n in self.graph.nodes if not self.placement(n, shapes)}
+
+        def fits(f: fold.Fold) -> bool:
+            residual = self._residual(f)
+            if residual is None:
+                return False
+            try:
+                data, kernel, stride, pad, epi, _ = self._conv_shapes(self.graph.node(f.conv),
+                                                                      shapes)
+                residual.check(epi)
+                ops.plan_conv2d(self.cfg, data, kernel, stride, pad, bias=epi.rows,
+                                residual=True)
+            except ValueError:
+                return False
+            return True
+
+        return on_vta, (fold.folds(self.graph, on_vta, fits) if self.fold_adds else {})
+
+    def _residual(self, f: fold.Fold) -> ops.Residual | None:
+        """The folded add ``f`` as the convolution's :class:`~vta.ops.Residual` (None when
+        its other operand's steps are not one int8 multiplication)."""
+        add = self.graph.node(f.add)
+        values = self.graph.values
+        aq, bq, yq = (values[v].qtype for v in (*add.inputs, add.output))
+        steps = lowering.add_steps(add.attrs["fixed"], aq, bq, yq, add.attrs["lo"],
+                                   add.attrs["hi"])
+        mine, other = (("a_steps", "b_steps") if f.operand == 0 else ("b_steps", "a_steps"))
+        return ops.Residual.of_steps(steps[mine], steps[other], steps["steps"])
+
     # --------------------------------------------------------------- plan
     def _prepare(self, shapes: dict[str, tuple[int, ...]]) -> None:
         key = tuple(sorted(shapes.items()))
@@ -432,21 +518,25 @@ class Executor:
         g, cfg, dev = self.graph, self.cfg, self.dev
         self.shapes = infer_shapes(g, shapes)
         self.reasons = {n.name: self.placement(n, self.shapes) for n in g.nodes}
-        on_vta = {n.name for n in g.nodes if not self.reasons[n.name]}
+        on_vta, self.folded = self._placed(self.shapes)
         self.on_vta = on_vta
+        self.io = fold.io(g, self.folded)  # what each node reads and writes as it runs
         # device tensors: born at their producer's step (-1: graph inputs), free after
         # their last VTA reader (a VTA output read by the CPU is read back in its own step)
-        producer = {n.output: i for i, n in enumerate(g.nodes)}
+        producer = {self.io[n.name][1]: i for i, n in enumerate(g.nodes)
+                    if self.io[n.name][1] is not None}
         born: dict[str, int] = {}
         last_use: dict[str, int] = {}
         for i, n in enumerate(g.nodes):
             if n.name in on_vta:
-                for v in (*n.inputs, n.output):
+                ins, out = self.io[n.name]
+                for v in (*ins, *([] if out is None else [out])):
                     born[v] = producer.get(v, -1)
                     last_use[v] = i
         users = g.consumers()
-        self.read_back = {n.output for n in g.nodes if n.name in on_vta and (
-            n.output in g.outputs or any(u.name not in on_vta for u in users[n.output]))}
+        outs = {self.io[n.name][1] for n in g.nodes if n.name in on_vta} - {None}
+        self.read_back = {v for v in outs if v in g.outputs
+                          or any(u.name not in on_vta for u in users[v])}
         self.dev_buf: dict[str, Buffer] = {}
         free: list[Buffer] = []
         unshared = 0
@@ -468,7 +558,7 @@ class Executor:
         self.steps: dict[str, _VtaStep] = {}
         weight_bytes = 0
         for n in g.nodes:
-            if n.name in on_vta:
+            if n.name in on_vta and self.io[n.name][1] is not None:
                 step = self._prepare_node(n)
                 weight_bytes += sum(b.nbytes for b in step.bufs)
                 self.steps[n.name] = step
@@ -503,9 +593,15 @@ class Executor:
             if len(n.inputs) == 1:  # a constant operand, broadcast to the output's shape
                 const = np.broadcast_to(a["const"], shape)
                 bufs.append(self._upload(pack(lowering.to_device(const, bq), cfg)))
-            return _VtaStep(n, "add", args, bufs)
+            bound = ops.add_bound(cfg, elems, a_steps=args["a_steps"], b_steps=args["b_steps"],
+                                  steps=args["steps"])
+            return _VtaStep(n, "add", args, bufs, bound)
         if n.op in ("maxpool", "avgpool"):
-            return _VtaStep(n, "pool", self._pool_args(n, self.shapes), [])
+            args = self._pool_args(n, self.shapes)
+            bound = ops.pool2d_bound(cfg, args["data_shape"], kind=args["kind"],
+                                     kernel=args["kernel"], stride=args["stride"],
+                                     pads=args["pads"], steps=args["steps"])
+            return _VtaStep(n, "pool", args, [], bound)
         data, kernel, stride, pad, epi, rows = self._conv_shapes(n, self.shapes)
         w = a["weight"]
         if n.op == "conv":
@@ -514,8 +610,13 @@ class Executor:
             packed_w = ops.pack_oihw(w[:, :, None, None], cfg)
         bufs = [self._upload(packed_w), self._upload(rows)]
         args = {"data_shape": data, "kernel_shape": kernel, "stride": stride, "padding": pad,
-                "epilogue": epi}
-        return _VtaStep(n, "conv", args, bufs)
+                "epilogue": epi, "residual": None}
+        if n.name in self.folded:
+            args["residual"] = self._residual(self.folded[n.name])
+            bufs.append(self._upload(args["residual"].weights(cfg)))
+        bound = ops.conv2d_bound(cfg, data, kernel, stride=stride, padding=pad, epilogue=epi,
+                                 residual=args["residual"])
+        return _VtaStep(n, "conv", args, bufs, bound)
 
     def _run_step(self, step: _VtaStep, ins: list[Buffer], out: Buffer) -> RunStats | None:
         """Build and run a VTA node's stream, or replay what its first run wrote and ran."""
@@ -532,9 +633,12 @@ class Executor:
         self._recorder.log = []
         a = step.args
         if step.kind == "conv":
+            folded = a["residual"] is not None
             ops.emit_conv2d(q, a["data_shape"], a["kernel_shape"], ins[0], step.bufs[0], out,
                             stride=a["stride"], padding=a["padding"], bias=step.bufs[1],
-                            epilogue=a["epilogue"])
+                            epilogue=a["epilogue"], residual=a["residual"],
+                            other=ins[1] if folded else None,
+                            identity=step.bufs[2] if folded else None)
         elif step.kind == "pool":
             ops.emit_pool2d(q, a["data_shape"], ins[0], out, kind=a["kind"], kernel=a["kernel"],
                             stride=a["stride"], pads=a["pads"], steps=a["steps"])
@@ -572,6 +676,10 @@ class Executor:
         parts.append(f"clip {n.attrs['lo']}..{n.attrs['hi']}")
         if fp.error:
             parts.append(f"err<={fp.error:.3f}")
+        r = step.args.get("residual")
+        if r is not None:
+            parts.append(f"+ the add: {len(r.conv_steps)} steps on y, other x{r.other_mult}, "
+                         f"{len(r.steps)} steps")
         return ", ".join(parts)
 
     # ---------------------------------------------------------------- run
@@ -601,19 +709,23 @@ class Executor:
                     unpack(raw.view(np.int8).reshape(shape), self.shapes[v]), g.values[v].qtype)
             return host[v]
 
+        folded_into = {f.add: f.conv for f in self.folded.values()}
         for n in g.nodes:
             t0 = time.perf_counter()
-            if n.name in self.on_vta:
-                for v in n.inputs:
+            ins, out = self.io[n.name]
+            if n.name in folded_into:
+                rec = NodeReport(n.name, n.op, "vta",
+                                 epilogue=f"folded into {folded_into[n.name]}")
+            elif n.name in self.on_vta:
+                for v in ins:
                     to_device(v)
                 step = self.steps[n.name]
-                stats = self._run_step(step, [self.dev_buf[v] for v in n.inputs],
-                                       self.dev_buf[n.output])
-                on_device.add(n.output)
-                if n.output in self.read_back:
-                    to_host(n.output)
+                stats = self._run_step(step, [self.dev_buf[v] for v in ins], self.dev_buf[out])
+                on_device.add(out)
+                if out in self.read_back:
+                    to_host(out)
                 rec = NodeReport(n.name, n.op, "vta", epilogue=self._epilogue_text(step),
-                                 stats=stats, macs=node_macs(n, self.shapes))
+                                 stats=stats, macs=node_macs(n, self.shapes), bound=step.bound)
             else:
                 host[n.output] = eval_node(n, g, [to_host(v) for v in n.inputs])
                 rec = NodeReport(n.name, n.op, "cpu", reason=self.reasons[n.name],

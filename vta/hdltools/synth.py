@@ -76,6 +76,10 @@ class LogicPath:
     muxf: int
     dsps: int
     cells: list[tuple[str, str]] = field(default_factory=list)  # (type, name), start first
+    #: the registers (or memories) the path starts and ends in, named by the signal each
+    #: drives in the netlist ("" when only generated names exist)
+    start: str = ""
+    end: str = ""
 
 
 @dataclass
@@ -234,8 +238,13 @@ def _find_top(modules: dict) -> str:
     raise SynthError("no top module in the netlist")
 
 
-def analyse(netlist: dict, config: str = "") -> SynthReport:
-    """Measure a hierarchical mapped netlist (yosys ``write_json`` after synth_xilinx)."""
+def analyse(netlist: dict, config: str = "", level: int = 1) -> SynthReport:
+    """Measure a hierarchical mapped netlist (yosys ``write_json`` after synth_xilinx).
+
+    ``level``: how deep into the instance tree the per-instance depth figures go (1:
+    the top's instances; 2: theirs, for a top that wraps the design in one instance).
+    Cells of an instance above that depth count as its ``glue``.
+    """
     modules = {k: v for k, v in netlist["modules"].items() if "cells" in v}
     design = {k for k in modules if not modules[k].get("attributes", {}).get("blackbox")
               and modules[k]["cells"] is not None}
@@ -279,8 +288,8 @@ def analyse(netlist: dict, config: str = "") -> SynthReport:
         if any(p == sp for p in types_by_path):
             scratch[sp] = dict(cells)
 
-    flat = _flatten(modules, design, top)
-    deepest, paths, unreg_bram, unreg_dsp = _depth(flat)
+    flat, names = _flatten(modules, design, top)
+    deepest, paths, unreg_bram, unreg_dsp = _depth(flat, names, level)
     return SynthReport(config=config, instances={k: dict(v) for k, v in instances.items()},
                        modules=mods, total=dict(total), scratchpads=scratch,
                        unregistered_brams=unreg_bram, unregistered_dsps=unreg_dsp,
@@ -301,9 +310,14 @@ def _instance_tree_design(modules, design, top):
 
 
 def _flatten(modules, design, top):
-    """Leaf cells of the whole design: list of (path.name, type, params, {port: [net ids]},
-    {port: direction}); net ids are global ints."""
+    """Leaf cells of the whole design, and a name for each net that has one.
+
+    Returns ``(cells, names)``: cells a list of (path.name, type, params, {port: [net
+    ids]}, {port: direction}, instance path); net ids are global ints; names maps a net
+    id to the shortest user-given ``instance.signal[bit]`` among the names it carries.
+    """
     parent: list[int] = []
+    named: list[tuple[int, str]] = []
 
     def fresh():
         parent.append(len(parent))
@@ -344,11 +358,24 @@ def _flatten(modules, design, top):
                 walk(cpath, cell["type"], conns)
             else:
                 cells_out.append((cpath, cell["type"], cell.get("parameters", {}), conns,
-                                  cell.get("port_directions", {})))
+                                  cell.get("port_directions", {}), path))
+        for nname, net in mod.get("netnames", {}).items():
+            if net.get("hide_name") or nname.startswith("$"):
+                continue
+            bits = net["bits"]
+            for k, b in enumerate(bits):
+                if isinstance(b, int):
+                    full = f"{path}.{_clean(nname)}" if path else _clean(nname)
+                    named.append((glob(b), f"{full}[{k}]" if len(bits) > 1 else full))
 
     walk("", top, {})
-    return [(p, t, prm, {k: [find(n) if n >= 0 else n for n in v] for k, v in c.items()}, d)
-            for p, t, prm, c, d in cells_out]
+    names: dict[int, str] = {}
+    for n, text in named:
+        root = find(n)
+        if root not in names or len(text) < len(names[root]):
+            names[root] = text
+    return ([(p, t, prm, {k: [find(n) if n >= 0 else n for n in v] for k, v in c.items()}, d,
+              inst) for p, t, prm, c, d, inst in cells_out], names)
 
 
 def _param(params: dict, key: str) -> int:
@@ -367,12 +394,22 @@ def _param(params: dict, key: str) -> int:
 _RAM_OUT = re.compile(r"^(DOUT|DO|CAS_DOUT)")
 
 
-def _depth(cells):
-    """Longest path in levels; per top-level instance; unregistered BRAM / DSP outputs."""
+def _group(inst: str, level: int) -> str:
+    """The instance a cell's depth figure is reported under (see :func:`analyse`)."""
+    parts = inst.split(".") if inst else []
+    if len(parts) >= level:
+        return ".".join(parts[:level])
+    return f"{inst} glue" if inst else "(top glue)"
+
+
+def _depth(cells, names=None, level=1):
+    """Longest path in levels; per instance (:func:`_group`); unregistered BRAM / DSP
+    outputs."""
+    names = names or {}
     driver: dict[int, int] = {}   # net -> index of the cell driving it
     readers: dict[int, list[tuple[int, str]]] = defaultdict(list)
     dsp_info = {}
-    for i, (_path, typ, params, conns, dirs) in enumerate(cells):
+    for i, (_path, typ, params, conns, dirs, _inst) in enumerate(cells):
         for port, nets in conns.items():
             d = dirs.get(port, "input")
             for n in nets:
@@ -408,10 +445,11 @@ def _depth(cells):
         return 0.0
 
     arrival: dict[int, float] = {}   # cell index -> arrival at its outputs
-    best_in: dict[int, int] = {}     # cell index -> predecessor cell on its longest path
+    # cell index -> (predecessor cell on its longest path, the net between them)
+    best_in: dict[int, tuple[int, int]] = {}
 
     def cell_inputs(i, endpoint=False):
-        _p, typ, _params, conns, dirs = cells[i]
+        _p, typ, _params, conns, dirs, _inst = cells[i]
         lutram = typ in _LUTRAM and not endpoint
         for port, nets in conns.items():
             if dirs.get(port, "input") != "output":
@@ -435,26 +473,26 @@ def _depth(cells):
             if i in dsp_info and (dsp_info[i][0] or dsp_info[i][1]):
                 arrival[i] = weight(typ)  # registered inputs: the path starts inside
                 continue
-            preds = [driver[n] for n in cell_inputs(i) if n in driver]
+            preds = [(driver[n], n) for n in cell_inputs(i) if n in driver]
             if not done:
                 stack.append((i, True))
-                for p in preds:
+                for p, _n in preds:
                     if p not in arrival:
                         stack.append((p, False))
                 continue
-            best, arg = 0.0, -1
-            for p in preds:
+            best, arg, via = 0.0, -1, -1
+            for p, n in preds:
                 a = arrival[p]
                 if a > best or arg < 0:
-                    best, arg = a, p
+                    best, arg, via = a, p, n
             arrival[i] = weight(typ) + (best if arg >= 0 else 0.0)
             if arg >= 0:
-                best_in[i] = arg
+                best_in[i] = (arg, via)
 
     # endpoints: inputs of sequential cells (and of registered-input DSPs)
-    worst, worst_end = -1.0, -1
-    by_inst: dict[str, tuple[float, int]] = {}
-    for i, (path, typ, _params, _conns, _dirs) in enumerate(cells):
+    worst, worst_end = -1.0, (-1, -1, -1)
+    by_inst: dict[str, tuple[float, tuple[int, int, int]]] = {}
+    for i, (_path, typ, _params, _conns, _dirs, inst) in enumerate(cells):
         endpoint = typ in _SEQ_START or typ in _LUTRAM or \
             (i in dsp_info and (dsp_info[i][0] or dsp_info[i][1]))
         if not endpoint:
@@ -464,31 +502,47 @@ def _depth(cells):
                 d = driver[n]
                 compute(d)
                 a = arrival[d]
-                head = path.split(".")[0] if "." in path else "(top glue)"
+                head = _group(inst, level)
                 if head not in by_inst or a > by_inst[head][0]:
-                    by_inst[head] = (a, d)
+                    by_inst[head] = (a, (d, n, i))
                 if a > worst:
-                    worst, worst_end = a, d
+                    worst, worst_end = a, (d, n, i)
+
+    def output_name(i, prefer=-1):
+        """A name for what cell ``i`` drives (``prefer``: the net the path takes)."""
+        if prefer in names:
+            return names[prefer]
+        _p, _t, _params, conns, dirs, _inst = cells[i]
+        for port, nets in conns.items():
+            if dirs.get(port) == "output":
+                for n in nets:
+                    if n in names:
+                        return names[n]
+        return ""
 
     def path_to(end, levels):
-        chain = []
-        j = end
+        last, net, endpoint = end
+        chain = []  # (cell, the net it drives along the path), start first
+        j, via = last, net
         while j >= 0:
-            chain.append((cells[j][1], cells[j][0]))
-            j = best_in.get(j, -1)
+            chain.append((j, via))
+            j, via = best_in.get(j, (-1, -1))
         chain.reverse()
+        types = [cells[k][1] for k, _ in chain]
         return LogicPath(levels=max(levels, 0.0),
-                         luts=sum(t.startswith("LUT") for t, _ in chain),
-                         carry=sum(t in CARRY_LEVELS for t, _ in chain),
-                         muxf=sum(t.startswith("MUXF") for t, _ in chain),
-                         dsps=sum(t.startswith("DSP48") for t, _ in chain), cells=chain)
+                         luts=sum(t.startswith("LUT") for t in types),
+                         carry=sum(t in CARRY_LEVELS for t in types),
+                         muxf=sum(t.startswith("MUXF") for t in types),
+                         dsps=sum(t.startswith("DSP48") for t in types),
+                         cells=[(cells[k][1], cells[k][0]) for k, _ in chain],
+                         start=output_name(*chain[0]), end=output_name(endpoint))
 
-    deepest = path_to(worst_end, worst)
+    deepest = path_to(worst_end, worst) if worst_end[0] >= 0 else LogicPath(0.0, 0, 0, 0, 0)
     paths = {k: path_to(end, a) for k, (a, end) in by_inst.items()}
 
     # registered outputs: every bit a BRAM/URAM/DSP drives reaches only flip-flop D pins
     def only_ffs(i, out_re=None):
-        _p, typ, params, conns, dirs = cells[i]
+        _p, typ, params, conns, dirs, _inst = cells[i]
         for port, nets in conns.items():
             if dirs.get(port) != "output" or (out_re and not out_re.match(port)):
                 continue
@@ -501,7 +555,7 @@ def _depth(cells):
 
     unreg_bram = []
     unreg_dsp = []
-    for i, (path, typ, params, _conns, _dirs) in enumerate(cells):
+    for i, (path, typ, params, _conns, _dirs, _inst) in enumerate(cells):
         if typ in _BRAM:
             if not (_param(params, "DOA_REG") or _param(params, "DOB_REG")) and \
                     not only_ffs(i, _RAM_OUT):
@@ -534,6 +588,7 @@ def format_report(report: SynthReport, detail: bool = True) -> str:
                  f"{d.muxf} MUXF, {d.dsps} DSP)")
     if d.cells:
         lines.append(f"  from {d.cells[0][1]} to {d.cells[-1][1]}")
+        lines.append(f"  signals: {d.start or '?'} -> {d.end or '?'}")
     sp = ", ".join(f"{k}: " + "+".join(f"{n} {t}" for t, n in sorted(v.items()))
                    for k, v in report.scratchpads.items())
     lines.append(f"Scratchpads: {sp} -- all in block RAM: "
@@ -547,7 +602,8 @@ def format_report(report: SynthReport, detail: bool = True) -> str:
         for name, path in sorted(report.paths_by_instance.items(), key=lambda kv: -kv[1].levels):
             if path.cells:
                 lines.append(f"* {name}: {path.levels:.2f} ({path.luts} LUTs, {path.carry} carry, "
-                             f"{path.dsps} DSP): {path.cells[0][1]} -> {path.cells[-1][1]}")
+                             f"{path.dsps} DSP): {path.start or path.cells[0][1]} -> "
+                             f"{path.end or path.cells[-1][1]}")
         lines += ["", "| module | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
         for name in sorted(report.modules):
             row = report.modules[name]

@@ -108,3 +108,14 @@ def test_vta_top_default():
     allowed = ("compute.pipe.alu.", "compute.loader.", "load.", "store.")
     assert all(p.startswith(allowed) for p in r.unregistered_dsps), r.unregistered_dsps
     assert r.deepest.levels <= 16.5, summary
+
+
+def test_paths_are_named_and_grouped(probes, tmp_path):
+    """The deepest path of an instance names the registers it starts and ends in, and
+    ``level`` groups the figures one instance deeper (cells above it: "<instance> glue")."""
+    path = probes.paths_by_instance["u_add"]
+    assert path.start.split("[")[0] in ("u_add.a", "u_add.b"), path.start
+    assert path.end.split("[")[0] in ("u_add.s", "s"), path.end
+    assert synth._group("u_add", 2) == "u_add glue"
+    assert synth._group("cl.vta.compute", 2) == "cl.vta"
+    assert synth._group("", 1) == "(top glue)"
