@@ -262,16 +262,20 @@ class TokenSource:
         self.nonempty.value = 0
 
     async def run(self):
-        from cocotb.triggers import FallingEdge, RisingEdge
+        """Each rising edge: count the pop sampled there, then drive ``nonempty`` for the
+        next edge (written only when it changes: one wake-up a cycle, few writes)."""
+        from cocotb.triggers import RisingEdge
 
+        edge, shown = RisingEdge(self.dut.clk), 0
         while True:
-            await RisingEdge(self.dut.clk)
+            await edge
             if int(self.pop.value):
                 assert self.count > 0, "token popped from an empty queue"
                 self.count -= 1
                 self.popped += 1
-            await FallingEdge(self.dut.clk)
-            self.nonempty.value = int(self.count > 0)
+            if int(self.count > 0) != shown:
+                shown = int(self.count > 0)
+                self.nonempty.value = shown
 
     def give(self, n: int = 1):
         self.count += n
