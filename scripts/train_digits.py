@@ -199,7 +199,7 @@ def export(net: Net, calib: np.ndarray, form: str = "qdq"):
 
 def export_float(net: Net):
     """The float network as ONNX (Conv, Relu, Add, Flatten, Gemm), for onnxruntime's quantizer."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     inits, nodes = [], []
 
@@ -223,17 +223,44 @@ def export_float(net: Net):
     c3 = conv(a2, net.conv3, "c3")
     nodes.append(helper.make_node("Add", [a2, c3], ["s3"], name="residual"))
     a3 = relu("s3", "a3")
-    nodes.append(helper.make_node("Flatten", [a3], ["flat"], name="flatten", axis=1))
-    nodes.append(helper.make_node("Gemm", ["flat", const(net.fc.w, "fc.w"),
-                                           const(net.fc.b, "fc.b")], ["logits"], name="fc",
-                                  transB=1))
+    return float_model("digits_float", nodes, inits, a3, net.fc)
+
+
+def float_model(name: str, nodes: list, inits: list, features: str, fc: Dense):
+    """The float ONNX model: ``nodes`` on ``input`` (N, 1, 8, 8), then Flatten and the dense
+    layer ``fc`` (Gemm) to ``logits`` (N, 10)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = inits + [numpy_helper.from_array(fc.w.astype(np.float32), "fc.w"),
+                     numpy_helper.from_array(fc.b.astype(np.float32), "fc.b")]
+    nodes = nodes + [helper.make_node("Flatten", [features], ["flat"], name="flatten", axis=1),
+                     helper.make_node("Gemm", ["flat", "fc.w", "fc.b"], ["logits"], name="fc",
+                                      transB=1)]
     graph = helper.make_graph(
-        nodes, "digits_float",
+        nodes, name,
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 1, 8, 8])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
+
+
+def load_split(seed: int):
+    """scikit-learn's bundled digits (uint8 0..16), split 80/20 stratified by ``seed``:
+    ``(x_train, x_test, y_train, y_test)``."""
+    try:
+        from sklearn.datasets import load_digits
+        from sklearn.model_selection import train_test_split
+    except ImportError:
+        raise SystemExit("scikit-learn is needed: pip install -e '.[train]'") from None
+    digits = load_digits()
+    return train_test_split(digits.images.astype(np.uint8), digits.target, test_size=0.2,
+                            random_state=seed, stratify=digits.target)
+
+
+def to_float(im: np.ndarray) -> np.ndarray:
+    """Images as the float network's input: (N, 1, 8, 8) in [0, 1]."""
+    return (im.astype(np.float32) / 16.0)[:, None]
 
 
 def main() -> None:
@@ -242,22 +269,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT, help="output folder")
     args = parser.parse_args()
-    try:
-        from sklearn.datasets import load_digits
-        from sklearn.model_selection import train_test_split
-    except ImportError:
-        raise SystemExit("scikit-learn is needed: pip install -e '.[train]'") from None
+    x_tr, x_te, y_tr, y_te = load_split(args.seed)
     import onnx
 
     from vta import graph
-
-    digits = load_digits()
-    images = digits.images.astype(np.uint8)  # 0..16
-    x_tr, x_te, y_tr, y_te = train_test_split(images, digits.target, test_size=0.2,
-                                              random_state=args.seed, stratify=digits.target)
-
-    def to_float(im: np.ndarray) -> np.ndarray:
-        return (im.astype(np.float32) / 16.0)[:, None]
 
     net = Net(args.seed)
     train(net, to_float(x_tr), y_tr, args.epochs, args.seed)

@@ -12,7 +12,7 @@ signatures (vta.regress.triage)
 with counts, and each signature's smallest failing program shrunk (instructions before
 -> after).  A Markdown table goes to stdout.
 
-    python scripts/bench/planted_bugs.py [--programs 123] [--configs tiny]
+    python scripts/bench/planted_bugs.py [--programs 123] [--configs tiny] [--generator 2]
                                          [--only golden_shr_clip,...] [--budget 120]
 """
 
@@ -30,6 +30,7 @@ import _blas  # noqa: F401  (first: pins BLAS threads before NumPy loads)
 
 import vta
 from vta.regress.configs import parse_configs
+from vta.regress.generator import VERSION, VERSIONS
 from vta.regress.run import Plan, regress
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,11 +68,13 @@ def mutant_model(m: mutate.Mutation, scratch: Path) -> type:
 
 
 def run(m: mutate.Mutation, configs, programs: int, budget: float, shrink: int,
-        scratch: Path, max_failures: int) -> dict:
+        scratch: Path, max_failures: int, keep: Path | None = None, generator: int = VERSION
+        ) -> dict:
     model = mutant_model(m, scratch)
-    plan = Plan.of("golden", configs, programs)
+    plan = Plan.of("golden", configs, programs, generator=generator)
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as out:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = tmp if keep is None else keep / m.name
         s = regress(plan, out, workers=1, processes=False, reference=model, shrink=shrink,
                     shrink_budget=budget, max_failures=max_failures)
     bad = [r for r in s.failures]
@@ -89,25 +92,29 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--programs", type=int, default=123, help="seeds per configuration")
     ap.add_argument("--configs", default="tiny")
+    ap.add_argument("--generator", type=int, choices=sorted(VERSIONS), default=VERSION,
+                    help="generator version (its schedule of kinds)")
     ap.add_argument("--only", default="")
     ap.add_argument("--budget", type=float, default=120.0, help="seconds per shrink")
     ap.add_argument("--shrink", type=int, default=5, help="signatures shrunk per mutation")
     ap.add_argument("--max-failures", type=int, default=10,
                     help="stop a mutation's run after this many failing programs")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="keep each mutation's run (results, shrunk programs) in KEEP/NAME")
     args = ap.parse_args()
     wanted = set(filter(None, args.only.split(",")))
     muts = [m for m in mutate.MUTATIONS if m.file.startswith("vta/golden/")
             and (not wanted or m.name in wanted)]
     configs = parse_configs(args.configs, 0)
-    print(f"vta {vta.__version__}; {args.programs} seeds x {args.configs}; golden backend "
-          f"against the mutated reference\n")
+    print(f"vta {vta.__version__}; generator version {args.generator}; {args.programs} seeds "
+          f"x {args.configs}; golden backend against the mutated reference\n")
     print("| mutation | bug | programs until found | failing / run | signature (programs) "
           "| shrunk: instructions |")
     print("|---|---|---:|---:|---|---|")
     scratch = Path(tempfile.mkdtemp(prefix="vta-planted-"))
     for m in muts:
         r = run(m, configs, args.programs, args.budget, args.shrink, scratch,
-                args.max_failures)
+                args.max_failures, args.keep, args.generator)
         sigs = "; ".join(f"`{sig}` ({n})" for sig, n in r["groups"]) or "not found"
         sizes = []
         for sig, _ in r["groups"]:

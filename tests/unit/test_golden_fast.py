@@ -133,7 +133,7 @@ def replay(models, image: np.ndarray, insn_addr: int, insn_count: int, what: str
 def check_generated(cfg: Config, kind: str, seeds) -> None:
     base = 0x10000
     for seed in seeds:
-        case = generate(cfg, seed, base, kind)
+        case = generate(cfg, seed, base, kind, mem_size=base + ARENA_BYTES)
         image = np.zeros(base + ARENA_BYTES, dtype=np.uint8)
         data = np.frombuffer(bytes(case.image()), dtype=np.uint8)
         image[base:base + data.size] = data

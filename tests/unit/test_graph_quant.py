@@ -25,6 +25,7 @@ pytest.importorskip("onnxruntime.quantization")
 from vta.graph.models import (  # noqa: E402
     digits_calibration,
     digits_float_model,
+    digits_resnet_float_model,
     digits_test_set,
 )
 from vta.graph.quantize import mlp_float, quantize, resnet_float  # noqa: E402
@@ -109,6 +110,8 @@ def _quantized(which: str, **kw):
     if key not in _CACHE:
         if which == "digits":
             _CACHE[key] = quantize(digits_float_model(), digits_calibration(), **kw)
+        elif which == "digits-resnet":
+            _CACHE[key] = quantize(digits_resnet_float_model(), digits_calibration(), **kw)
         elif which == "resnet":
             calib = np.random.default_rng(0).normal(size=(32, 3, 32, 32)).astype(np.float32)
             _CACHE[key] = quantize(resnet_float(), calib, **kw)
@@ -159,6 +162,134 @@ def test_ort_quantized_resnet_style_network_on_vta(kw):
     assert ops.count("conv") == 11 and ops.count("add") == 4
     assert "maxpool" in ops and "avgpool" in ops and "dense" in ops
     assert agreement.top1_equal >= 7 and agreement.max_lsb <= 8  # 13 layers of rounding
+
+
+@pytest.mark.parametrize("kw", [_FORMS[0], _FORMS[7]],
+                         ids=lambda kw: "-".join(str(v) for v in kw.values()))
+def test_ort_quantized_trained_resnet_style_digits_network_on_vta(kw):
+    """The trained float ResNet-style network (scripts/train_digits_resnet.py) through
+    quantize_static: all of it on VTA, and onnxruntime's top-1 on every held-out image."""
+    x, labels = digits_test_set()
+    with vta.open_device("golden") as dev:
+        g, ref, report, agreement = _run(_quantized("digits-resnet", **kw), x, dev)
+    ops = [n.op for n in report.vta_nodes]
+    assert ops.count("conv") == 8 and ops.count("add") == 3
+    assert "maxpool" in ops and "avgpool" in ops and "dense" in ops
+    assert agreement.top1_equal == agreement.count == 360
+    assert agreement.max_lsb <= 2 + 1e-4  # measured: 1 per tensor, 2 per channel
+    float_logits = judge.run_onnxruntime(digits_resnet_float_model(), {"input": x})["logits"]
+    assert (float_logits.argmax(1) == labels).mean() > 0.97  # it is trained
+    assert (ref["logits"].argmax(1) == labels).mean() > 0.97
+
+
+# ------------------------------------------------- the bound on the distance from onnxruntime
+def _ort_int_values(model, g, x):
+    names = [n.output for n in g.nodes if g.values[n.output].qtype is not None]
+    ours = graph.run_reference(g, {"input": x}, keep=True)
+    return names, ours, judge.onnxruntime_values(model, {"input": x}, g, names)
+
+
+def _initializer(model, name):
+    return next(onnx.numpy_helper.to_array(t).astype(np.float64)
+                for t in model.graph.initializer if t.name == name)
+
+
+def test_network_bound_is_the_documented_formula_and_holds_at_every_layer():
+    """network_bound against the formula of docs/graph.md from the ONNX file's own
+    initializers, and onnxruntime's every intermediate int tensor within it."""
+    kw = dict(form="qoperator", per_channel=False, activations="uint8")
+    model = _quantized("digits-resnet", **kw)
+    g = graph.load_onnx(model)
+    x, _ = digits_test_set()
+    nb = judge.network_bound(g, {"input": x.shape}, model)
+    # block1.conv1: r * max_j sum_i |w_ji| over the QLinearConv's own scales and weights
+    conv = next(n for n in model.graph.node if n.name == "block1.conv1_quant")
+    xs, ws, ys = (_initializer(model, conv.input[i]) for i in (1, 4, 6))
+    w = _initializer(model, conv.input[3])
+    gain = float((xs * ws / ys * np.abs(w).reshape(len(w), -1).sum(axis=1)).max())
+    b_in = nb.layer("maxpool").bound
+    layer = nb.layer("block1.conv1_quant")
+    assert nb.layer("stem_quant").bound == b_in == 1  # one rounding step after exact input
+    assert layer.gain[0] == pytest.approx(gain, rel=1e-9) and 0 < layer.own < 0.05
+    assert layer.bound == math.floor(gain * b_in + 1 + layer.own)
+    full = nb.full["logits"]
+    assert full == 255 and all(lb.bound <= full for lb in nb.layers)
+    # measured: no int tensor of onnxruntime is further from ours than its bound
+    names, ours, theirs = _ort_int_values(model, g, x)
+    bounded = 0
+    for node in g.nodes:
+        if node.output in names:
+            d = np.abs(ours[node.output].astype(np.int64) - theirs[node.output]).max()
+            assert d <= nb.layer(node.name).bound, node.name
+            bounded += nb.layer(node.name).bound < full
+    assert bounded >= 4  # the first layers' bounds say something
+
+
+@pytest.mark.parametrize("which,kw", [
+    ("digits-resnet", _FORMS[4]), ("digits-resnet", _FORMS[6]), ("resnet", _FORMS[5])],
+    ids=["trained-qoperator-tensor-uint8", "trained-qoperator-channel-uint8",
+         "random-qoperator-tensor-int8"])
+def test_certified_intervals_hold_onnxruntime_at_every_layer(which, kw):
+    """certify: onnxruntime's every int tensor, and ours, within the intervals proven for
+    these inputs; the measured logit difference within the certified bound."""
+    model = _quantized(which, **kw)
+    g = graph.load_onnx(model)
+    x = digits_test_set()[0][:120] if which == "digits-resnet" else \
+        np.random.default_rng(5).normal(size=(16, 3, 32, 32)).astype(np.float32)
+    cert = judge.certify(g, {"input": x}, model)
+    names, ours, theirs = _ort_int_values(model, g, x)
+    assert len(names) >= 14
+    for name in names:
+        assert np.array_equal(cert.ours[name], ours[name])
+        inside = (theirs[name] >= cert.lo[name]) & (theirs[name] <= cert.hi[name])
+        assert inside.all(), (name, int((~inside).sum()))
+    assert len(cert.wrong) >= 12 and not any(cert.wrong.values())  # ours: each layer right
+    (a,) = judge.assess(g, {"input": x}, ours, theirs, model)
+    assert a.outside == 0 and a.agreement.max_lsb <= a.certified + 1e-4
+    assert a.top1_certain <= a.agreement.top1_equal
+    assert 0 < a.certified < 255  # says something, and is not a point (ties exist)
+
+
+@pytest.mark.parametrize("plant", ["round up", "truncate"])
+def test_a_planted_rounding_error_in_the_reference_is_caught(monkeypatch, plant):
+    """The reference rounds one step off (up for half of all values, or down by
+    truncation): its values fall outside the certified intervals, and assess says so."""
+    model = _quantized("digits-resnet", form="qoperator", per_channel=True, activations="int8")
+    g = graph.load_onnx(model)
+    x = digits_test_set()[0][:60]
+    theirs = judge.run_onnxruntime(model, {"input": x})
+    (clean,) = judge.assess(g, {"input": x}, graph.run_reference(g, {"input": x}), theirs,
+                            model)
+    assert clean.outside == 0
+    good = fixed.round_shift
+
+    def planted(v, s):  # "round up": floor(v / 2**s + 1); "truncate": floor(v / 2**s)
+        v, s = np.asarray(v, dtype=np.int64), np.asarray(s, dtype=np.int64)
+        if plant == "round up":
+            return good(v + np.where(s > 0, 1 << np.maximum(s - 1, 0), 0), s)
+        return v >> s
+
+    monkeypatch.setattr(fixed, "round_shift", planted)
+    ours = graph.run_reference(g, {"input": x})
+    (a,) = judge.assess(g, {"input": x}, ours, theirs, model)
+    assert a.outside > 0 and a.where == "ours in 'stem_quantized'"  # the first layer already
+    assert "OUTSIDE the proven intervals, first ours in 'stem_quantized'" in a.describe()
+
+
+def test_onnxruntime_outside_its_proven_interval_is_reported():
+    """A logit of onnxruntime moved by 2 LSB (a kernel that computes otherwise): outside."""
+    model = _quantized("digits-resnet", form="qdq", per_channel=False, activations="int8")
+    g = graph.load_onnx(model)
+    x = digits_test_set()[0][:30]
+    theirs = judge.run_onnxruntime(model, {"input": x})
+    ours = graph.run_reference(g, {"input": x})
+    cert = judge.certify(g, {"input": x}, model)
+    row = int(np.argmin(cert.row_steps("logits")))  # the sharpest row
+    assert cert.row_steps("logits")[row] <= 1
+    moved = theirs["logits"].copy()
+    moved[row, 3] += 2 * judge.output_lsb(g, "logits")
+    (a,) = judge.assess(g, {"input": x}, ours, {"logits": moved}, model)
+    assert (a.outside, a.where) == (1, "onnxruntime's 'logits'")
 
 
 @pytest.mark.parametrize("kw", [_FORMS[1], _FORMS[6]],
@@ -231,14 +362,47 @@ def test_matmul_then_constant_add_bias_fuses_into_the_dense_layer():
 
 
 @pytest.mark.sim
-def test_ort_quantized_digits_bit_exact_on_verilator():
+@pytest.mark.parametrize("which,kw,count,vta_nodes", [
+    ("digits", dict(form="qoperator", per_channel=True, activations="uint8"), 12, 5),
+    ("digits-resnet", dict(form="qdq", per_channel=True, activations="int8"), 16, 14)],
+    ids=["digits", "trained-resnet-style"])
+def test_ort_quantized_models_bit_exact_on_verilator(which, kw, count, vta_nodes):
     x, _ = digits_test_set()
     with vta.open_device("verilator") as dev:
-        g, ref, report, agreement = _run(
-            _quantized("digits", form="qoperator", per_channel=True, activations="uint8"),
-            x[:12], dev)
+        g, ref, report, agreement = _run(_quantized(which, **kw), x[:count], dev)
     assert report.cycles > 0 and all(n.cycles > 0 for n in report.vta_nodes)
-    assert agreement.top1_equal == 12
+    assert len(report.vta_nodes) == vta_nodes and agreement.top1_equal == count
+
+
+def test_graph_run_reports_the_proven_bound_beside_the_measured_difference(tmp_path):
+    """The bound for any input always; with --bound, the one for these inputs too."""
+    import json
+
+    x, _ = digits_test_set()
+    np.save(tmp_path / "x.npy", x[:24])
+    model = tmp_path / "resnet.onnx"
+    onnx.save(_quantized("digits-resnet", form="qoperator", per_channel=False,
+                         activations="uint8"), str(model))
+    result = _cli("graph", "run", model, "-i", tmp_path / "x.npy", "--json")
+    assert result.exit_code == 0, result.output
+    (ort,) = json.loads(result.output)["onnxruntime"]
+    assert ort["bound_these_inputs"] is None and ort["outside_bound"] is None
+    assert ort["bound_any_input"] == ort["bound_full_range"] == 255
+    result = _cli("graph", "run", model, "-i", tmp_path / "x.npy", "--json", "--bound")
+    assert result.exit_code == 0, result.output
+    (ort,) = json.loads(result.output)["onnxruntime"]
+    ref = graph.run_reference(graph.load_onnx(model), {"input": x[:24]})
+    cert = judge.certify(graph.load_onnx(model), {"input": x[:24]}, model)
+    assert ort["bound_these_inputs"] == cert.row_steps("logits").max()
+    assert ort["top1_certain"] == cert.top1_certain("logits").sum() == 24
+    assert ort["max_lsb"] <= ort["bound_these_inputs"] + 1e-4 and ort["outside_bound"] == 0
+    assert np.array_equal(cert.ours["logits"], ref["logits"])
+    result = _cli("graph", "run", model, "-i", tmp_path / "x.npy", "--bound")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.replace("│", " ").split())  # the table wraps the line
+    bound = f"{ort['bound_these_inputs']:g}"
+    assert f"proven: at most {bound} LSB on these inputs (top-1 certain on 24/24)" in text
+    assert "on any input only the full range (255 LSB)" in text
 
 
 # ------------------------------------------------------------- bad input, one line each
@@ -298,7 +462,10 @@ def test_graph_quantize_command_and_cpu_hints_in_graph_run(tmp_path):
     assert [c["model"] for c in info["columns"]] == ["float", "int8 reference (VTA)",
                                                       "onnxruntime int8"]
     assert all(c["accuracy"] > 0.9 for c in info["columns"])
-    assert info["onnxruntime_agreement"]["top1_equal"] == 40
+    agreement = info["onnxruntime_agreement"]
+    assert agreement["top1_equal"] == 40 and agreement["outside_bound"] == 0
+    assert agreement["max_lsb"] <= agreement["bound_these_inputs"] + 1e-4 <= 256
+    assert agreement["bound_any_input"] == agreement["bound_full_range"] == 255
     assert {c["op"] for c in info["cpu_nodes"]} == {"quantize", "dequantize", "flatten"}
     g = graph.load_onnx(out)
     assert any(n.attrs.get("fixed") is not None and n.attrs["fixed"].rows for n in g.nodes)

@@ -7,6 +7,7 @@ test; one slice runs the tiny preset on Verilator.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,17 +23,23 @@ import vta
 from vta.backends import golden as golden_backend
 from vta.cli import main
 from vta.errors import ConfigError, ErrorCode, ExecutionError
-from vta.golden import GoldenModel
-from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, encode_stream
+from vta.golden import GoldenModel, SpecModel
+from vta.isa import AluInsn, AluOp, GemmInsn, MemId, MemInsn, Opcode, Uop, encode_stream
+from vta.progfile import elem_bytes
 from vta.progfile.lint import lint
 from vta.regress import coverage, races, run, triage
 from vta.regress.check import Session
 from vta.regress.configs import parse_configs, random_config
 from vta.regress.generator import (
+    DATA_BYTES,
     FAULTS,
     KINDS,
+    OUTCOMES,
+    VERSION,
+    VERSIONS,
     WEIGHTS,
     Case,
+    Layout,
     generate,
     kind_of_seed,
     schedule,
@@ -72,32 +79,38 @@ class Killer(GoldenModel):
 
 
 # ------------------------------------------------------------------ generator
-def _digest(cfg: vta.Config, seeds) -> str:
+def _digest(cfg: vta.Config, seeds, version: int = VERSION) -> str:
     h = hashlib.sha256()
     for s in seeds:
-        h.update(bytes(generate(cfg, s, BASE).image()))
+        h.update(bytes(generate(cfg, s, BASE, version=version, mem_size=1 << 24).image()))
     return h.hexdigest()
 
 
 def test_seeds_name_programs():
     """A seed is a complete bug report: the same seed gives the same bytes, across versions.
 
-    A change of the generator that alters any program must bump
-    GENERATOR_VERSION (results files of another version are not resumed).
+    A kind's programs never change; a new kind goes into a new version of the schedule
+    (GENERATOR_VERSION), and the schedules of earlier versions stay (results files record
+    theirs).  Version 1's digest is that of every release before version 2.
     """
-    assert run.GENERATOR_VERSION == 1
-    assert _digest(TINY, range(41)) == (
+    assert run.GENERATOR_VERSION == 2
+    assert _digest(TINY, range(41), version=1) == (
         "c297caee660daaa057cdafc79ee96e30554cb467fa588a919d3699a5200d0a5d")
+    assert _digest(TINY, range(49)) == (
+        "2021591488370f58a3469dce53f0de23e4fd04320962ce0b558fd9a3b576f03c")
     a, b = generate(TINY, 5, BASE), generate(TINY, 6, BASE)
     assert bytes(a.image()) != bytes(b.image())
 
 
-def test_schedule_has_every_kind_by_weight():
-    period = schedule()
-    assert len(period) == sum(WEIGHTS.values())
-    assert {k: period.count(k) for k in KINDS} == WEIGHTS
-    assert [kind_of_seed(s) for s in range(len(period))] == list(period)
-    assert kind_of_seed(len(period) + 3) == period[3]
+@pytest.mark.parametrize("version", [1, 2])
+def test_schedule_has_every_kind_by_weight(version):
+    weights = VERSIONS[version]
+    period = schedule(version)
+    assert len(period) == sum(weights.values()) == (41, 49)[version - 1]
+    assert {k: period.count(k) for k in weights} == weights
+    assert [kind_of_seed(s, version) for s in range(len(period))] == list(period)
+    assert kind_of_seed(len(period) + 3, version) == period[3]
+    assert set(WEIGHTS) <= set(weights) <= set(KINDS)
 
 
 @pytest.mark.parametrize("cfg", [TINY, random_config(4)], ids=["tiny", "rand4-batch4"])
@@ -107,10 +120,10 @@ def test_every_kind_ends_as_designed(cfg):
     try:
         for kind in KINDS:
             for seed in (0, 1):
-                case = generate(cfg, seed, session.base, kind)
+                case = generate(cfg, seed, session.base, kind, mem_size=session.mem_size)
                 ref, dut, mismatch = session.check(case)
                 assert mismatch is None, f"{case.describe()}: {mismatch.message}"
-                want = kind.removeprefix("fault-") if kind.startswith("fault-") else "ok"
+                want = OUTCOMES[kind]
                 assert ref.code == want, f"{case.describe()}: {ref.error}"
                 note = case.notes[-1]
                 if want not in ("ok", "DEADLOCK", "NO_FINISH", "TOKEN_OVERFLOW"):
@@ -121,9 +134,9 @@ def test_every_kind_ends_as_designed(cfg):
 
 def test_generated_programs_are_race_free_and_defined():
     for kind in KINDS:
-        if kind.startswith("fault-"):
+        if OUTCOMES[kind] != "ok":
             continue
-        for seed in range(12 if kind in ("normal", "edge") else 1):
+        for seed in range(12 if kind in ("normal", "edge", "chain") else 2):
             case = generate(TINY, seed, BASE, kind)
             assert races.races(case) == [], case.describe()
             assert races.undefined_reads(case) == [], case.describe()
@@ -242,6 +255,202 @@ def test_seeded_failure_shrinks_to_a_few_instructions():
         honest.close()
 
 
+# The local minima the first shrinker stopped in (the planted-bug table of docs/regress.md):
+# each a specification model with one plausible bug, and the program it stopped at.
+class Acc8Unsigned(SpecModel):
+    """ACC_8BIT LOADs zero-extended into the accumulator instead of sign-extended."""
+
+    def load(self, engine, index, insn):
+        counts = super().load(engine, index, insn)
+        if insn.memory_type == MemId.ACC_8BIT and insn.x_size:
+            n = (insn.y_pad_0 + insn.y_size + insn.y_pad_1) * (
+                insn.x_pad_0 + insn.x_size + insn.x_pad_1)
+            self.sp.acc[insn.sram_base:insn.sram_base + n] &= 0xFF
+        return counts
+
+
+class FirstStoreRowWins(SpecModel):
+    """Overlapping STORE rows written last row first, so that the first row wins."""
+
+    def store(self, index, insn):
+        counts = super().store(index, insn)
+        if insn.x_size and insn.y_size > 1:
+            elem = self.sp.out[0].nbytes
+            for y, (lo, hi) in reversed(list(enumerate(
+                    self.dram_rows("store", index, insn, elem)))):
+                rows = self.sp.out[insn.sram_base + y * insn.x_size:][:insn.x_size]
+                self.mem[lo:hi] = rows.reshape(-1).view(np.uint8)
+        return counts
+
+
+class ResetZeroesOut(SpecModel):
+    """A GEMM reset zeroes OUT as well as ACC."""
+
+    def gemm(self, index, insn, deadline):
+        counts = super().gemm(index, insn, deadline)
+        if insn.reset_reg:
+            uops = self.micro_ops(index, insn, "GEMM", [("dst_idx", "acc")])
+            for dst, _, _ in self.nest(index, insn, uops, deadline):
+                self.sp.out[dst] = 0
+        return counts
+
+
+def _stuck_case(insns: list, kernels: list, data: bytes) -> Case:
+    """A case of ``insns`` (addresses relative to the arena's areas: ``("zeros", n)``...)."""
+    lay = Layout.of(TINY)
+
+    def place(insn):
+        if isinstance(getattr(insn, "dram_base", None), tuple):
+            area, n = insn.dram_base
+            e = elem_bytes(TINY, insn.memory_type)
+            return insn.replace(dram_base=(BASE + getattr(lay, area)) // e + n)
+        return insn
+
+    return Case(TINY, 0, "stuck", BASE, [place(i) for i in insns], kernels, data)
+
+
+def _ld(mem, sram, area, n, y=1, x=1, stride=None, pads=(0, 0, 0, 0), **deps):
+    op = Opcode.STORE if mem == MemId.OUT else Opcode.LOAD
+    return MemInsn(opcode=op, memory_type=mem, sram_base=sram, dram_base=(area, n), y_size=y,
+                   x_size=x, x_stride=x if stride is None else stride, y_pad_0=pads[0],
+                   y_pad_1=pads[1], x_pad_0=pads[2], x_pad_1=pads[3], **deps)
+
+
+def _uop_load(sram):
+    return MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=sram, y_size=1,
+                   x_size=1, x_stride=1)
+
+
+def _alu(op, bgn, **kw):
+    return AluInsn(opcode=Opcode.ALU, alu_opcode=op, uop_bgn=bgn, uop_end=bgn + 1,
+                   **{"iter_out": 1, "iter_in": 1, **kw})
+
+
+FINISH = GemmInsn(opcode=Opcode.FINISH)
+
+# (reference, the case, the fewest instructions its signature needs)
+STUCK = {
+    # an ACC_8BIT block's pad entry can be MAX's destination: the ACC LOAD of 76 goes
+    "acc8-sign": (Acc8Unsigned, lambda: _stuck_case(
+        [_ld(MemId.ACC, 76, "zeros", 76), _ld(MemId.OUT, 76, "out", 70, pop_prev_dep=1),
+         _ld(MemId.ACC_8BIT, 80, "data", 1230, y=3, x=4, pads=(1, 0, 1, 2)),
+         _uop_load(182), _alu(AluOp.MAX, 182, push_next_dep=1), FINISH],
+        [None, None, None, [Uop(dst_idx=76, src_idx=102)], None, None],
+        b"\xf0" * DATA_BYTES), 5),
+    # random ACC values tell the two rows apart without a MIN (and its micro-op LOAD)
+    "store-row-order": (FirstStoreRowWins, lambda: _stuck_case(
+        [_ld(MemId.ACC, 0, "zeros", 0, x=16), _uop_load(26),
+         _alu(AluOp.ADD, 26, iter_out=16, dst_factor_out=1, use_imm=1),
+         _ld(MemId.OUT, 11, "out", 25, y=2, x=2, stride=0, pop_prev_dep=1), _uop_load(45),
+         _alu(AluOp.MIN, 45, use_imm=1, imm=-822, push_next_dep=1), FINISH],
+        [None, [Uop()], None, None, [Uop(dst_idx=12, src_idx=19)], None, None],
+        bytes(DATA_BYTES)), 5),
+    # generator version 2's planted-bug run stopped here (7): the MIN's micro-op LOAD goes
+    # once the ADD's brings both micro-ops (6)
+    "store-row-order-two-kernels": (FirstStoreRowWins, lambda: _stuck_case(
+        [_ld(MemId.ACC, 0, "zeros", 0, x=32), _uop_load(150),
+         _alu(AluOp.ADD, 150, iter_out=32, dst_factor_out=1, use_imm=1),
+         _ld(MemId.OUT, 16, "out", 14, y=2, x=4, stride=2, pop_prev_dep=1), _uop_load(104),
+         _alu(AluOp.MIN, 104, use_imm=1, imm=-25797, push_next_dep=1), FINISH],
+        [None, [Uop()], None, None, [Uop(dst_idx=21, src_idx=31)], None, None],
+        bytes(DATA_BYTES)), 6),
+    # the reset can use MAX's micro-op: its own micro-op LOAD goes (6: an ACC LOAD, the
+    # micro-op, MAX writing OUT, the reset, the STORE and FINISH)
+    "reset-writes-out": (ResetZeroesOut, lambda: _stuck_case(
+        [_ld(MemId.ACC, 37, "zeros", 37), _uop_load(95),
+         _alu(AluOp.MAX, 95, use_imm=1, imm=14340), _uop_load(195),
+         GemmInsn(opcode=Opcode.GEMM, reset_reg=1, uop_bgn=195, uop_end=196, iter_out=1,
+                  iter_in=1, push_next_dep=1),
+         _ld(MemId.OUT, 37, "out", 45, pop_prev_dep=1), FINISH],
+        [None, [Uop(dst_idx=37, src_idx=42)], None, [Uop(dst_idx=37, src_idx=54, wgt_idx=17)],
+         None, None, None], bytes(DATA_BYTES)), 6),
+}
+
+
+@pytest.mark.parametrize("name", list(STUCK))
+def test_shrinker_leaves_the_first_rounds_local_minima(name):
+    """The moves (data instead of zeros, shared or joined micro-ops, renamed entries) take
+    the programs the shrinker stopped at down to the size given (what their signature needs,
+    but for store-row-order-two-kernels: one above the other store-row-order case); each
+    result still fails the same way, replays anywhere and passes on the specification
+    model."""
+    reference, make, least = STUCK[name]
+    case = make()
+    assert races.races(case) == [] and races.undefined_reads(case) == []
+    session = Session("golden", TINY, reference=reference)
+    try:
+        session.scrub()
+        ref, dut, mismatch = session.check(case)
+        assert mismatch is not None and mismatch.signature == ("memory", "out")
+        fine = triage.signature(case, ref, dut, mismatch)
+        result = shrink(case, same_failure(session, mismatch, fine), budget=60)
+        small = result.case
+        assert result.stats["complete"]
+        assert small.insn_count == least < case.insn_count, [str(i) for i in small.insns]
+        assert races.races(small) == [] and races.undefined_reads(small) == []
+        session.scrub()
+        ref, dut, again = session.check(small)
+        assert triage.signature(small, ref, dut, again) == fine
+    finally:
+        session.close()
+    honest = Session("golden", TINY, reference=SpecModel)
+    try:
+        honest.scrub()
+        assert honest.check(small)[2] is None
+    finally:
+        honest.close()
+
+
+class FactorsSwapped(SpecModel):
+    """The destination takes the inner loop's factor on the outer loop and vice versa."""
+
+    @staticmethod
+    def factors(insn):
+        out = SpecModel.factors(insn)
+        (do, di) = out["dst_idx"]
+        return {**out, "dst_idx": (di, do)}
+
+
+def test_scrub_zeroes_the_reference_whatever_its_loops_do():
+    """A reference whose ALU loops do not reach every entry the scrub program names is made
+    anew: nothing an earlier program left stays (its failures would not replay)."""
+    session = Session("golden", TINY, reference=FactorsSwapped)
+    try:
+        session.check(generate(TINY, 0, session.base, "normal"))
+        assert np.count_nonzero(session.ref.sp.out)
+        session.scrub()
+        assert not any(np.count_nonzero(b) for b in session.ref.sp.buffers().values())
+    finally:
+        session.close()
+
+
+class AluLeavesOut(SpecModel):
+    """An ALU operation writes ACC but not OUT (scripts/mutate.py's spec_alu_no_out): OUT
+    keeps what earlier programs' GEMMs wrote, so some failures need them to show."""
+
+    def alu(self, index, insn, deadline):
+        out = self.sp.out.copy()
+        counts = super().alu(index, insn, deadline)
+        self.sp.out[:] = out
+        return counts
+
+
+def test_a_signature_whose_smallest_program_needs_earlier_ones_shrinks_another(tmp_path):
+    """Seeds 1 and 2 (normal) fail with one signature after seed 0 ran on the worker; seed
+    2, the smaller, passes from zeroed scratchpads (its stale OUT rows were zeros), so the
+    shrink turns to seed 1, which fails alone too, and shrinks it."""
+    plan = run.Plan.of("golden", [TINY], 3, kind="normal")
+    summary = run.regress(plan, tmp_path, workers=1, processes=False, reference=AluLeavesOut,
+                          shrink=1, shrink_budget=30)
+    assert [(r["seed"], r["signature"]) for r in summary.failures] == [
+        (0, "memory/out ALU.MAX.imm"), (1, "memory/out ALU.ADD.imm"),
+        (2, "memory/out ALU.ADD.imm")]
+    (entry,) = summary.shrunk
+    assert (entry["seed"], entry["no_repro"], entry["status"]) == (1, [2], "shrunk")
+    assert entry["stats"]["insns"][1] <= 5
+    assert entry["program"].endswith("tiny-seed1.vtaprog") and Path(entry["shrunk"]).exists()
+
+
 class CountsOneMoreGemm(GoldenModel):
     def run(self, *args, **kw):
         counters = super().run(*args, **kw)
@@ -300,6 +509,60 @@ def test_a_crashing_simulator_is_reopened_and_the_program_retried(monkeypatch):
     record = worker.run_job(job)
     assert record["status"] == "crash" and "code -9" in record["message"]
     assert record["seed"] == 3 and record["attempts"] == 2
+
+
+def test_a_session_closed_after_a_failure_sends_its_coverage_first(monkeypatch, tmp_path):
+    """RTL coverage is not lost with a session dropped after a simulator failure: its counts
+    since the last write go with the worker's next result (af7e206), so the run's total
+    counts every program once."""
+    from vta.backends.rtl import SimulatorCrashError
+    from vta.regress import worker
+
+    point = ("C '\x01f\x02/x/hdl/vta_alu.v\x01l\x0210\x01n\x021\x01t\x02line"
+             "\x01page\x02v_line/vta_alu\x01o\x02block\x01h\x02vta_tb.dut.alu' {}\n")
+    crashed = []
+
+    class Counting(Session):
+        """A golden session whose transport counts programs as one coverage point."""
+
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            self.programs = 0
+            transport = self.dut.driver.transport
+            transport.coverage = True
+            transport.write_coverage = self.write
+
+        def write(self, path, *, zero=True):
+            Path(path).write_text("# SystemC::Coverage-3\n" + point.format(self.programs))
+            self.programs = 0 if zero else self.programs
+            return True
+
+        def check(self, case):
+            if case.seed == 2 and not crashed:
+                crashed.append(case.seed)
+                raise SimulatorCrashError("the simulator stopped answering")
+            self.programs += 1
+            return super().check(case)
+
+    monkeypatch.setattr(worker, "Session", Counting)
+    monkeypatch.setattr(worker, "COVERAGE_EVERY", 1e9)  # written only when dropped, at the end
+    try:
+        records = [worker.run_job(worker.Job("golden", worker.config_dict(TINY), seed))
+                   for seed in range(5)]
+        at_end = worker.flush_coverage()
+        # a shrink whose simulator fails: its session's counts wait for the run's end
+        worker.run_job(worker.Job("golden", worker.config_dict(TINY), 5))
+        crashed.clear()
+        assert worker.shrink_job(worker.Job("golden", worker.config_dict(TINY), 2))[
+            "status"] == "crash"
+        after_shrink = worker.flush_coverage()
+    finally:
+        worker.close_sessions()
+    assert [r["status"] for r in records] == ["pass"] * 5 and records[2]["attempts"] == 2
+    # the dropped session's 2 programs ride with the retried program's record
+    assert [sum(r.get("rtl_coverage", {}).values()) for r in records] == [0, 0, 2, 0, 0]
+    assert sum(at_end.values()) == 3  # the reopened session's: seeds 2, 3 and 4
+    assert sum(after_shrink.values()) == 2  # seed 5 and the shrink's scrub; then it failed
 
 
 # ------------------------------------------------------------------ engine and CLI
@@ -374,6 +637,56 @@ def test_resume_runs_only_what_is_missing(tmp_path):
         run.regress(None, tmp_path, resume=True)
 
 
+def test_a_second_cluster_on_the_machine_warns_of_nothing(tmp_path):
+    """Dask's HTTP port (8787) taken, as by another run on this machine: the local cluster
+    takes another one without a warning on the user's terminal."""
+    import socket
+    import warnings
+
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        with contextlib.suppress(OSError):  # already taken by someone else: as good
+            taken.bind(("", 8787))
+            taken.listen()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            summary = run.regress(run.Plan.of("golden", [TINY], 2), tmp_path, workers=1,
+                                  processes=False)
+    assert summary.ok and summary.ran == 2
+    assert not [w for w in caught if "already in use" in str(w.message)], \
+        [str(w.message) for w in caught]
+
+
+def test_generator_version_end_to_end(tmp_path):
+    """--generator 1 gives each seed version 1's kind (seed 2: normal, where version 2 has
+    a chain), a resumed file goes on with its own version, and --generator naming another
+    version is refused with one line (exit 1)."""
+    out = tmp_path / "r"
+    args = ["regress", "-b", "golden", "--configs", "tiny", "-w", "1", "-o", str(out)]
+    res = CliRunner().invoke(main, [*args, "-n", "4", "--generator", "1"])
+    assert res.exit_code == 0, res.output
+    header, records = _records(out)
+    assert header["generator"] == 1
+    assert [r["kind"] for r in records] == ["normal", "edge", "normal", "edge"]
+    path = out / "results.jsonl"
+    path.write_text("\n".join(path.read_text().splitlines()[:2]) + "\n")  # seed 0 only
+    refused = CliRunner().invoke(main, ["regress", "--resume", str(path), "--generator", "2"])
+    assert refused.exit_code == 1
+    assert refused.output.strip().splitlines() == [
+        f"Error: RegressError: {path} was written by generator version 1, not 2 "
+        "(--generator): resume it without --generator (its own version), or start a new run"]
+    for extra in ([], ["--generator", "1"]):
+        path.write_text("\n".join(path.read_text().splitlines()[:2]) + "\n")
+        res = CliRunner().invoke(main, ["regress", "--resume", str(path), "-w", "1", *extra])
+        assert res.exit_code == 0, res.output
+        _, records = _records(out)
+        assert sorted((r["seed"], r["kind"]) for r in records) == [
+            (0, "normal"), (1, "edge"), (2, "normal"), (3, "edge")]
+    res = CliRunner().invoke(main, [*args, "-n", "1", "--generator", "1", "--kind", "chain",
+                                    "-o", str(tmp_path / "v1chain")])
+    assert res.exit_code == 1 and "kind must be one of normal, edge, flood-load" in res.output
+
+
 def test_failures_are_reported_and_shrunk(tmp_path, monkeypatch):
     monkeypatch.setitem(run.REFERENCES, "golden", MaxImmOffByOne)
     res = CliRunner().invoke(main, ["regress", "-b", "golden", "-n", "3", "--configs", "tiny",
@@ -399,8 +712,8 @@ def test_killed_workers_lose_no_result(tmp_path, monkeypatch):
     """A task whose worker dies is retried on another; dying twice makes it a crash record."""
     marker = tmp_path / "killed"
     monkeypatch.setenv("VTA_TEST_KILL_MARKER", str(marker))  # the workers inherit it
-    assert kind_of_seed(40) == "fault-NO_FINISH"
-    plan = run.Plan.of("golden", [TINY], 4, seed=38)
+    assert kind_of_seed(40, 1) == "fault-NO_FINISH"
+    plan = run.Plan.of("golden", [TINY], 4, seed=38, generator=1)
     summary = run.regress(plan, tmp_path / "r", workers=2, reference=Killer)
     assert marker.exists()  # a worker died once, and that program passed on the retry
     assert summary.counts == {"pass": 3, "crash": 1}
@@ -700,9 +1013,10 @@ def test_records_carry_what_reproduces_them(tmp_path, monkeypatch):
     out = tmp_path / "r"
     res = CliRunner().invoke(main, ["regress", "-b", "golden", "-n", "6", "--configs", "tiny",
                                     "-w", "1", "-o", str(out), "--kind", "normal",
-                                    "--shrink", "0"])
+                                    "--shrink", "0", "--generator", "1"])
     assert res.exit_code == 3, res.output
     header, records = _records(out)
+    assert header["generator"] == 1
     prov = header["provenance"]
     assert prov["vta"] == vta.__version__ and prov["hdl"] and prov["testbench"]
     assert prov["commit"] is None or len(prov["commit"]) == 40
@@ -712,10 +1026,12 @@ def test_records_carry_what_reproduces_them(tmp_path, monkeypatch):
     assert cmd[:3] == ["vta", "regress", "-b"] and f"{failed[0]['seed']}" in cmd
     again = CliRunner().invoke(main, cmd[1:])
     assert again.exit_code == 3, again.output
-    _, rerun = _records(Path(cmd[cmd.index("-o") + 1]))
+    rerun_header, rerun = _records(Path(cmd[cmd.index("-o") + 1]))
     assert [(r["seed"], r["signature"]) for r in rerun] == [(failed[0]["seed"],
                                                              failed[0]["signature"])]
+    assert rerun_header["generator"] == 1  # the version of the run it repeats
     suites = ET.parse(out / "junit.xml").getroot()
+    assert {p.get("value") for p in suites.findall(".//property[@name='generator']")} == {"1"}
     cases = suites.findall(".//testcase")
     assert len(cases) == len(records)
     fails = suites.findall(".//failure")

@@ -155,6 +155,18 @@ def farm_progress(label: str, quiet: bool) -> Iterator[tuple[Any, Any]]:
         yield bar, bar.add_task(label, total=None, status="starting the cluster")
 
 
+def farm_options(f: Callable) -> Callable:
+    """``--workers``, ``--cluster`` and ``--ship``: where a farm command (``vta regress``,
+    ``vta tune``) runs."""
+    f = click.option("--ship/--no-ship", default=True, show_default=True,
+                     help="with --cluster: upload this vta package to the workers")(f)
+    f = click.option("--cluster", default=None, metavar="ADDRESS",
+                     help="run on an existing Dask cluster (scheduler address, e.g. "
+                     "tcp://host:8786) instead of a local one")(f)
+    return click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
+                        help="local worker processes (default: one per core)")(f)
+
+
 def output_option(*names: str, folder: bool = False, exists: bool = False, **kwargs: Any):
     """A click option whose value is an :class:`OutputPath`."""
     return click.option(*names, type=OutputPath(folder=folder, exists=exists), **kwargs)

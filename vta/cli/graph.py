@@ -53,7 +53,11 @@ def graph_cmd() -> None:
 @output_option("--output", "-o", metavar="FILE",
                help="write the outputs to this .npz file")
 @click.option("--ort/--no-ort", "use_ort", default=None,
-              help="compare with onnxruntime (default: when it is installed)")
+              help="compare with onnxruntime, with the proven bound on the difference "
+                   "for any input (default: when it is installed)")
+@click.option("--bound", "per_input", is_flag=True,
+              help="with onnxruntime: also prove a bound for these inputs and check both "
+                   "runs against it (costs about four runs of the int8 reference)")
 @output_option("--trace", "trace_file", metavar="FILE",
                help="write the per-instruction trace of the inference to this file")
 @click.option("--tuning-log", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -65,7 +69,8 @@ def graph_cmd() -> None:
 @friendly
 def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
             cpu_nodes: tuple[str, ...], output: Path | None, use_ort: bool | None,
-            trace_file: Path | None, tuning_log: Path | None, as_json: bool, **sim) -> None:
+            per_input: bool, trace_file: Path | None, tuning_log: Path | None, as_json: bool,
+            **sim) -> None:
     """Run MODEL on an input and check it bit for bit against the int8 reference.
 
     \b
@@ -107,14 +112,14 @@ def run_cmd(model: Path, inputs: tuple[str, ...], config: str, backend: str,
         report = ex.report()
     ref = run_reference(graph, feeds)
     mismatch = reference.first_mismatch(graph, ours, ref)
-    agreements = judge.compare(graph, ref, judge.run_onnxruntime(model, feeds)) \
-        if use_ort else []
+    agreements = judge.assess(graph, feeds, ref, judge.run_onnxruntime(model, feeds),
+                              model, per_input) if use_ort else []
     if output:
         np.savez(output, **ours)
     if as_json:
         info: dict[str, Any] = report.as_dict()
         info["bit_exact"] = mismatch is None
-        info["onnxruntime"] = [dict(vars(a), max_lsb=a.max_lsb) for a in agreements]
+        info["onnxruntime"] = [a.as_dict() for a in agreements]
         echo_json(info)
     else:
         console.print(_report_table(report, f"{model.name} on {backend} ({cfg.name})"))
@@ -175,7 +180,8 @@ def quantize_cmd(model: Path, calib: Path, output: Path, per_channel: bool, sche
 
     Writes the int8 model, then compares side by side on the evaluation
     inputs: the float model, the int8 model on the int8 reference (what VTA
-    computes, checked on the golden model) and on onnxruntime; the share of
+    computes, checked on the golden model) and on onnxruntime, with the
+    proven bound on how far those two can be apart; the share of
     multiply-accumulates that run on VTA; and for each node left on the CPU
     why, and what to change.
 
@@ -200,7 +206,8 @@ def quantize_cmd(model: Path, calib: Path, output: Path, per_channel: bool, sche
     feeds = {graph.inputs[0]: x}
     float_out = _first_output(judge.run_onnxruntime(model, feeds))
     ref = run_reference(graph, feeds)
-    ort = _first_output(judge.run_onnxruntime(output, feeds))
+    theirs = judge.run_onnxruntime(output, feeds)
+    ort = _first_output(theirs)
     with open_device("golden") as dev, Executor(graph, dev) as ex:
         ours = ex.run(feeds)
         report = ex.report()
@@ -208,7 +215,7 @@ def quantize_cmd(model: Path, calib: Path, output: Path, per_channel: bool, sche
     ref_out = _first_output(ref)
     macs = sum(n.macs for n in report.nodes)
     share = report.mac_share()
-    agreement = judge.compare(graph, ref, judge.run_onnxruntime(output, feeds))[0]
+    agreement = judge.assess(graph, feeds, ref, theirs, quantized)[0]
     cpu = [(n.name, n.op, n.reason) for n in report.nodes if n.placement == "cpu"]
     columns = {"float": float_out, "int8 reference (VTA)": ref_out, "onnxruntime int8": ort}
     rows = []
@@ -222,7 +229,7 @@ def quantize_cmd(model: Path, calib: Path, output: Path, per_channel: bool, sche
     info = {"model": str(output), "inputs": len(x), "per_channel": per_channel,
             "scheme": scheme, "format": form, "activations": activations,
             "mac_share_on_vta": share, "vta_bit_exact": mismatch is None,
-            "onnxruntime_agreement": dict(vars(agreement), max_lsb=agreement.max_lsb),
+            "onnxruntime_agreement": agreement.as_dict(),
             "columns": rows, "cpu_nodes": [{"name": a, "op": b, "why": c} for a, b, c in cpu]}
     if as_json:
         echo_json(info)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .common import EXIT_DIFFER, farm_progress, output_option
+from .common import EXIT_DIFFER, farm_options, farm_progress, output_option
 
 EXAMPLES = """
 \b
@@ -41,15 +41,14 @@ Examples:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="first seed (seeds SEED .. SEED+N-1)")
 @click.option("--kind", default=None, metavar="KIND",
-              help="only this program kind (normal, edge, flood-*, fill-*, fault-*; see "
-              "docs/regress.md); default: every kind, by a fixed schedule of seeds")
-@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
-              help="local worker processes (default: one per core)")
-@click.option("--cluster", default=None, metavar="ADDRESS",
-              help="run on an existing Dask cluster (scheduler address, e.g. "
-              "tcp://host:8786) instead of a local one")
-@click.option("--ship/--no-ship", default=True, show_default=True,
-              help="with --cluster: upload this vta package to the workers")
+              help="only this program kind (normal, edge, chain, reach, late-pop, flood-*, "
+              "fill-*, fault-*, over-*; see docs/regress.md); default: every kind, by a "
+              "fixed schedule of seeds")
+@click.option("--generator", "generator", type=click.Choice(["1", "2"]), default=None,
+              help="the generator version whose schedule gives each seed's kind (1: the "
+              "kinds and schedule before the targeted kinds)  [default: 2; with --resume: "
+              "the file's, and a different one is refused]")
+@farm_options
 @output_option("--out", "-o", folder=True, default=Path("vta-regress"), show_default=True,
                help="output folder (created): results.jsonl, summary.json, junit.xml, "
                "report.html, shrunk programs")
@@ -57,7 +56,8 @@ Examples:
               default=None, metavar="FILE", help="resume the run of this results.jsonl "
               "(its plan is taken from the file)")
 @click.option("--shrink", type=click.IntRange(min=0), default=3, show_default=True,
-              help="failure signatures to shrink (the smallest program of each)")
+              help="failure signatures to shrink (the smallest program of each that fails "
+              "from zeroed scratchpads)")
 @click.option("--shrink-budget", type=click.FloatRange(min=1), default=120.0,
               show_default=True, help="seconds per shrink")
 @click.option("--stall", type=click.FloatRange(0, 1), default=None,
@@ -96,8 +96,8 @@ Examples:
               "repeated: the runs merged, reports and rtl-coverage.json written to OUT")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: str, seed: int,
-                kind: str | None, workers: int | None, cluster: str | None, ship: bool,
-                out: Path, resume: Path | None, shrink: int, shrink_budget: float,
+                kind: str | None, generator: str, workers: int | None, cluster: str | None,
+                ship: bool, out: Path, resume: Path | None, shrink: int, shrink_budget: float,
                 stall: float | None, latency: int | None, timing: str | None,
                 rtl_coverage: bool, directed: bool, max_time: float | None,
                 max_failures: int | None, known_file: Path | None, previous: Path | None,
@@ -117,7 +117,7 @@ def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: 
     """
     from ..errors import VTAError
     from ..regress.configs import parse_configs
-    from ..regress.run import Plan
+    from ..regress.run import GENERATOR_VERSION, Plan
     from ..regress.triage import previous_signatures, read_known
 
     try:
@@ -128,6 +128,8 @@ def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: 
         elif resume is not None:
             plan = None
             out = resume.parent
+            if generator is not None:
+                _check_generator(resume, int(generator))
         else:
             backend = backend or ("golden" if against == "spec" else "verilator")
             options = {k: v for k, v in (("stall", stall), ("latency", latency))
@@ -150,7 +152,8 @@ def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: 
                 options["coverage"] = True
             configs = parse_configs(configs_spec, seed)
             plan = Plan.of(backend, configs, programs, seed=seed, kind=kind, options=options,
-                           timing=timing, directed=directed, reference=against)
+                           timing=timing, directed=directed, reference=against,
+                           generator=int(generator or GENERATOR_VERSION))
             out.mkdir(exist_ok=True)
             for cfg in configs:
                 if cfg.name.startswith("rand"):
@@ -167,6 +170,17 @@ def regress_cmd(programs: int, configs_spec: str, backend: str | None, against: 
         _print_summary(summary)
     if summary.unknown:
         sys.exit(EXIT_DIFFER)
+
+
+def _check_generator(results: Path, generator: int) -> None:
+    """Refuse ``--generator`` naming another version than the results file being resumed."""
+    from ..regress.run import RegressError, read_results
+
+    recorded = read_results(results)[0].generator
+    if recorded != generator:
+        raise RegressError(f"{results} was written by generator version {recorded}, not "
+                           f"{generator} (--generator): resume it without --generator (its "
+                           "own version), or start a new run")
 
 
 def _report(paths: tuple[Path, ...], out: Path, history: tuple[Path, ...], triage: dict):
@@ -260,6 +274,11 @@ def _print_summary(summary) -> None:
             console.print(f"{summary.total - summary.counts['pass'] - summary.unknown} failing "
                           "programs have known signatures (--known)")
     for entry in summary.shrunk:
+        if entry.get("no_repro"):
+            console.print(f"{entry['signature']}: seed(s) "
+                          f"{', '.join(map(str, entry['no_repro']))} pass from zeroed "
+                          "scratchpads (they need what ran before them on the worker)",
+                          highlight=False)
         if entry.get("shrunk"):
             stats = entry["stats"]
             console.print(f"shrunk {entry['config']} seed {entry['seed']} ({entry['signature']})"

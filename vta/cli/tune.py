@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 from pathlib import Path
 
 import click
 
 from .common import (
     config_option,
+    farm_options,
     farm_progress,
     friendly,
     json_option,
@@ -40,13 +40,7 @@ Examples:
               "instead of every layer of the network")
 @click.option("--candidates", "-n", type=click.IntRange(min=1), default=8, show_default=True,
               help="plans measured per layer: the analytic plan and the next best predicted")
-@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
-              help="local worker processes (default: one per core)")
-@click.option("--cluster", default=None, metavar="ADDRESS",
-              help="run on an existing Dask cluster (scheduler address, e.g. "
-              "tcp://host:8786) instead of a local one")
-@click.option("--ship/--no-ship", default=True, show_default=True,
-              help="with --cluster: upload this vta package to the workers")
+@farm_options
 @output_option("--log", "log_path", metavar="FILE", default=None,
                help="tuning log to append to and resume from (default: the one the planner "
                "reads, ~/.cache/vta/tuning.jsonl)")
@@ -117,10 +111,8 @@ def _run(layers, cfg, path, backend, candidates, workers, cluster, ship, quiet):
                 bar.console.print(f"[red]{record['status']}[/] {record['shape']} "
                                   f"{record['tiling']}: {record.get('message', '')}")
 
-        with warnings.catch_warnings():  # another cluster on this machine has Dask's port
-            warnings.filterwarnings("ignore", message="Port .* is already in use")
-            summary = tune(layers, cfg, path, backend=backend, candidates=candidates,
-                           workers=workers, cluster=cluster, ship=ship, on_result=on_result)
+        summary = tune(layers, cfg, path, backend=backend, candidates=candidates,
+                       workers=workers, cluster=cluster, ship=ship, on_result=on_result)
         total = sum(r.expected for r in summary.layers)
         bar.update(task, completed=total, total=total,
                    status="done" if summary.ran else "every plan was in the log")

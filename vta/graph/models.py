@@ -6,6 +6,10 @@
   images and labels; :func:`digits_float_model` -- the float network of the same
   run (``digits_float.onnx``) and :func:`digits_calibration` -- 256 training
   images, for ``vta graph quantize``.
+* :func:`digits_resnet_float_model` -- a float ResNet-style network (8
+  convolutions, 3 residual adds, max and global average pooling, ~155 KB)
+  trained on the same digits split by ``scripts/train_digits_resnet.py``: a
+  real model for onnxruntime's quantizer.
 * :func:`resnet18` -- ResNet-18 (batch 1, 3x224x224, 1000 classes) as a
   quantized ONNX graph with deterministic random int8 weights and power-of-two
   scales, generated on demand (the file would be 11 MB).
@@ -21,8 +25,8 @@ import numpy as np
 
 from .export import ModelBuilder
 
-__all__ = ["digits_calibration", "digits_float_model", "digits_model", "digits_test_set",
-           "resnet18"]
+__all__ = ["digits_calibration", "digits_float_model", "digits_model",
+           "digits_resnet_float_model", "digits_test_set", "resnet18"]
 
 
 def _data(name: str) -> Path:
@@ -37,6 +41,11 @@ def digits_model() -> Path:
 def digits_float_model() -> Path:
     """Path of the float digits network (the same training run; input of ``vta graph quantize``)."""
     return _data("digits_float.onnx")
+
+
+def digits_resnet_float_model() -> Path:
+    """Path of the float ResNet-style digits network (``scripts/train_digits_resnet.py``)."""
+    return _data("digits_resnet_float.onnx")
 
 
 def digits_calibration() -> np.ndarray:

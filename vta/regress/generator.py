@@ -29,16 +29,19 @@ Program kinds (:data:`KINDS`):
     A program with exactly one fault of :class:`vta.errors.ErrorCode`
     ``CODE``; the device must report that fault, at that instruction.
 
-:func:`kind_of_seed` maps a seed to a kind through a fixed weighted schedule
-(:data:`WEIGHTS`), so every run of ``len(schedule())`` consecutive seeds
-exercises every kind.
+The targeted kinds of version 2 (``chain``, ``late-pop``, ``reach``, ``over-SRAM``,
+``over-DRAM``, ``fault-BUS_ERROR``) are in :mod:`vta.regress.targeted`.
+
+:func:`kind_of_seed` maps a seed to a kind through a fixed weighted schedule per
+generator version (:data:`VERSIONS`), so every run of ``len(schedule())`` consecutive
+seeds exercises every kind of that version.  A kind's programs never change: a change
+that would alter one makes a new kind (and a new version of the schedule).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,8 +49,6 @@ from ..config import TOKEN_QUEUE_DEPTH, Config
 from ..errors import PROGRAM_FAULTS
 from ..isa import (
     ENGINES,
-    POP_QUEUE,
-    PUSH_QUEUE,
     QUEUES,
     UOP_BYTES,
     AluInsn,
@@ -59,19 +60,22 @@ from ..isa import (
     Opcode,
     Uop,
     dispatch_engine,
-    encode,
-    encode_uop,
 )
+from .case import (  # noqa: F401  (re-exported: the generator's names for a case's parts)
+    ARENA_BYTES,
+    BUS_ERROR_WINDOW,
+    DATA_BYTES,
+    OUT_BYTES,
+    PAGE,
+    QUEUE_ENDS,
+    UOP_AREA_BYTES,
+    Case,
+    Layout,
+    is_noop,
+    noop,
+)
+from .targeted import Targeted
 
-PAGE = 4096
-#: Bytes of random data LOADs read from.
-DATA_BYTES = 1 << 16
-#: Bytes reserved for micro-ops.
-UOP_AREA_BYTES = 1 << 14
-#: Bytes STOREs write to.
-OUT_BYTES = 1 << 16
-#: Device memory every case fits in (from the arena's base address).
-ARENA_BYTES = 1 << 20
 ALU_OPS = (AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.SHR, AluOp.MUL)
 #: Entries of each engine's command queue in the RTL (``LOG_QUEUE_DEPTH`` in hdl/vta_top.v).
 COMMAND_QUEUE_DEPTH = 512
@@ -82,11 +86,10 @@ FLOOD = COMMAND_QUEUE_DEPTH + 88
 
 #: Fault classes a ``fault-*`` program can hold (every code a stream alone can cause).
 FAULTS = tuple(c.name for c in PROGRAM_FAULTS)
-#: (producer engine, push flag, consumer engine, pop flag) of each token queue.
-QUEUE_ENDS: dict[str, tuple[str, str, str, str]] = {
-    q: (*next(k for k, v in PUSH_QUEUE.items() if v == q),
-        *next(k for k, v in POP_QUEUE.items() if v == q)) for q in QUEUES}
-#: Relative frequency of each program kind in the schedule of seeds.
+#: The version of the generator new runs use: a seed names the same program as long as the
+#: version is the same (each version's schedule below; a kind's programs never change).
+VERSION = 2
+#: Relative frequency of each program kind in the schedule of seeds, version 1.
 WEIGHTS: dict[str, int] = {
     "normal": 12,
     "edge": 12,
@@ -94,168 +97,58 @@ WEIGHTS: dict[str, int] = {
     **{f"fill-{q}": 1 for q in QUEUES},
     **{f"fault-{f}": 1 for f in FAULTS},
 }
-KINDS = tuple(WEIGHTS)
-
-
-def _align(n: int, to: int = PAGE) -> int:
-    return -(-n // to) * to
+#: Version 2: fewer random programs, the targeted kinds (:mod:`vta.regress.targeted`).
+WEIGHTS_V2: dict[str, int] = {
+    "normal": 10,
+    "edge": 10,
+    "chain": 6,
+    "reach": 2,
+    "late-pop": 1,
+    **{k: v for k, v in WEIGHTS.items() if k not in ("normal", "edge")},
+    "over-SRAM": 1,
+    "over-DRAM": 1,
+    "fault-BUS_ERROR": 1,
+}
+#: The schedule weights of each generator version.
+VERSIONS: dict[int, dict[str, int]] = {1: WEIGHTS, 2: WEIGHTS_V2}
+KINDS = tuple(WEIGHTS_V2)
+#: What each kind ends with when the device is right: ``ok`` or an ErrorCode name.
+OUTCOMES: dict[str, str] = {
+    **{k: "ok" for k in KINDS},
+    **{k: k.removeprefix("fault-") for k in KINDS if k.startswith("fault-")},
+    "over-SRAM": "SRAM_RANGE",
+    "over-DRAM": "DRAM_RANGE",
+}
 
 
 @functools.cache
-def schedule() -> tuple[str, ...]:
-    """One period of the kind schedule: each kind ``WEIGHTS[kind]`` times, spread out."""
-    kinds = len(WEIGHTS)
+def schedule(version: int = VERSION) -> tuple[str, ...]:
+    """One period of a version's kind schedule: each kind as often as its weight says,
+    spread out."""
+    if version not in VERSIONS:
+        raise ValueError(f"generator version must be one of {', '.join(map(str, VERSIONS))}, "
+                         f"not {version!r}")
+    weights = VERSIONS[version]
+    kinds = len(weights)
     slots: list[tuple[float, int, str]] = []
-    for order, (kind, weight) in enumerate(WEIGHTS.items()):
+    for order, (kind, weight) in enumerate(weights.items()):
         # occurrence k of a kind at (k + its offset) / weight of the period; the offsets
         # differ per kind, so that the rare kinds do not bunch together
         slots += [((k + (order + 0.5) / kinds) / weight, order, kind) for k in range(weight)]
     return tuple(kind for _, _, kind in sorted(slots))
 
 
-def kind_of_seed(seed: int) -> str:
-    """The program kind a seed draws when none is asked for."""
-    sched = schedule()
+def kind_of_seed(seed: int, version: int = VERSION) -> str:
+    """The program kind a seed draws when none is asked for (in that generator version)."""
+    sched = schedule(version)
     return sched[seed % len(sched)]
 
 
-# ---------------------------------------------------------------------- case
-@dataclass(frozen=True)
-class Layout:
-    """Offsets of the arena's areas, from its base address."""
-
-    zeros: int
-    data: int
-    uops: int
-    out: int
-    insns: int
-
-    @classmethod
-    def of(cls, cfg: Config) -> Layout:
-        zeros = max(cfg.INP_BUFF_DEPTH * cfg.INP_ELEM_BYTES,
-                    cfg.WGT_BUFF_DEPTH * cfg.WGT_ELEM_BYTES,
-                    cfg.ACC_BUFF_DEPTH * cfg.ACC_ELEM_BYTES, cfg.UOP_BUFF_DEPTH * UOP_BYTES)
-        data = _align(zeros)
-        return cls(0, data, data + DATA_BYTES, data + DATA_BYTES + UOP_AREA_BYTES,
-                   data + DATA_BYTES + UOP_AREA_BYTES + OUT_BYTES)
-
-    def areas(self) -> dict[str, tuple[int, int]]:
-        """``name -> (offset, bytes)`` of every area but the instructions."""
-        return {"zeros": (self.zeros, self.data - self.zeros), "data": (self.data, DATA_BYTES),
-                "uops": (self.uops, UOP_AREA_BYTES), "out": (self.out, OUT_BYTES)}
-
-
-@dataclass
-class Case:
-    """A generated program, kept structured so that it can be shrunk.
-
-    Attributes
-    ----------
-    cfg : Config
-        Configuration the stream is encoded for.
-    seed : int
-        The seed it came from.
-    kind : str
-        One of :data:`KINDS` (``"shrunk"`` after shrinking).
-    base : int
-        Device byte address of the arena (4 KiB aligned); ``dram_base``
-        fields are absolute.
-    insns : list of Insn
-        The stream, FINISH included.
-    kernels : list
-        Parallel to ``insns``: for a UOP LOAD, the micro-ops it loads (their
-        DRAM address is assigned when the image is built); else ``None``.
-    data : bytes
-        Contents of the data area LOADs read.
-    notes : list of str
-        How the case was made.
-    """
-
-    cfg: Config
-    seed: int
-    kind: str
-    base: int
-    insns: list[Insn]
-    kernels: list[list[Uop] | None]
-    data: bytes
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def layout(self) -> Layout:
-        return Layout.of(self.cfg)
-
-    @property
-    def insn_addr(self) -> int:
-        """Device byte address of the first instruction."""
-        return self.base + self.layout.insns
-
-    @property
-    def insn_count(self) -> int:
-        return len(self.insns)
-
-    def copy(self) -> Case:
-        """A copy whose lists can be edited without touching this case."""
-        return Case(self.cfg, self.seed, self.kind, self.base, list(self.insns),
-                    [None if k is None else list(k) for k in self.kernels], self.data,
-                    list(self.notes))
-
-    def placed(self) -> list[Insn]:
-        """The instructions with every UOP LOAD's ``dram_base`` pointing at its micro-ops."""
-        out, start = [], (self.base + self.layout.uops) // UOP_BYTES
-        for insn, kernel in zip(self.insns, self.kernels, strict=True):
-            if kernel is not None:
-                insn = insn.replace(dram_base=start)
-                start += len(kernel)
-            out.append(insn)
-        return out
-
-    def uop_bytes(self) -> bytes:
-        return b"".join(encode_uop(u, self.cfg) for k in self.kernels if k for u in k)
-
-    def image(self) -> bytearray:
-        """The arena's contents: zeros, data, micro-ops, output area, instructions."""
-        lay = self.layout
-        raw_uops = self.uop_bytes()
-        if len(raw_uops) > UOP_AREA_BYTES:
-            raise ValueError(f"{len(raw_uops)} bytes of micro-ops exceed the "
-                             f"{UOP_AREA_BYTES}-byte area")
-        raw = b"".join(encode(i, self.cfg) for i in self.placed())
-        image = bytearray(lay.insns + _align(len(raw)))
-        image[lay.data:lay.data + len(self.data)] = self.data
-        image[lay.uops:lay.uops + len(raw_uops)] = raw_uops
-        image[lay.insns:lay.insns + len(raw)] = raw
-        if len(image) > ARENA_BYTES:
-            raise ValueError(f"the case needs {len(image)} bytes, more than the "
-                             f"{ARENA_BYTES}-byte arena")
-        return image
-
-    def describe(self) -> str:
-        """``kind seed N (notes)``."""
-        notes = f" ({', '.join(self.notes)})" if self.notes else ""
-        return f"{self.kind} seed {self.seed}{notes}"
-
-
-def noop(engine: str, **fields: int) -> MemInsn:
-    """The runtime's sync no-op for ``engine``, with other ``fields`` (dependency flags)."""
-    if engine == "load":
-        return MemInsn(opcode=Opcode.LOAD, memory_type=MemId.INP, **fields)
-    if engine == "compute":
-        return MemInsn(opcode=Opcode.LOAD, memory_type=MemId.UOP, **fields)
-    if engine == "store":
-        return MemInsn(opcode=Opcode.STORE, **fields)
-    raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-
-
-def is_noop(insn: Insn) -> bool:
-    """A LOAD or STORE with ``x_size`` 0 (it only carries tokens)."""
-    return insn.opcode in (Opcode.LOAD, Opcode.STORE) and insn.x_size == 0
-
-
 # ----------------------------------------------------------------- generator
-class Generator:
+class Generator(Targeted):
     """Random programs of every kind for one configuration (see the module docstring)."""
 
-    def __init__(self, cfg: Config, seed: int, base: int):
+    def __init__(self, cfg: Config, seed: int, base: int, mem_size: int | None = None):
         if base % PAGE:
             raise ValueError(f"base must be a multiple of {PAGE}, not 0x{base:x}")
         self.cfg = cfg
@@ -274,6 +167,7 @@ class Generator:
         self.out_used = 0
         self.notes: list[str] = []
         self.kbase = 0
+        self.mem_size = mem_size  # of the device (``over-DRAM`` needs it)
 
     # ------------------------------------------------------------ helpers
     def r(self, lo: int, hi: int) -> int:
@@ -459,8 +353,16 @@ class Generator:
             insns, kernels = self.flood(kind.removeprefix("flood-"))
         elif kind.startswith("fill-"):
             insns, kernels = self.fill(kind.removeprefix("fill-"), TOKEN_QUEUE_DEPTH)
+        elif kind == "fault-BUS_ERROR":
+            insns, kernels = self.bus_error()
         elif kind.startswith("fault-"):
             insns, kernels = self.fault(kind.removeprefix("fault-"))
+        elif kind in ("chain", "late-pop", "reach", "over-SRAM"):
+            insns, kernels = getattr(self, kind.lower().replace("-", "_"))()
+        elif kind == "over-DRAM":
+            if self.mem_size is None:
+                raise ValueError("an over-DRAM program needs the device's memory size")
+            insns, kernels = self.over_dram(self.mem_size)
         else:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
         data = self.rng.integers(0, 256, DATA_BYTES, dtype=np.uint8).tobytes()
@@ -730,9 +632,13 @@ class Generator:
         return i
 
 
-def generate(cfg: Config, seed: int, base: int, kind: str | None = None) -> Case:
+def generate(cfg: Config, seed: int, base: int, kind: str | None = None, *,
+             version: int = VERSION, mem_size: int | None = None) -> Case:
     """The random case of ``seed`` for an arena at device byte address ``base``.
 
-    ``kind`` is one of :data:`KINDS`; by default :func:`kind_of_seed` chooses.
+    ``kind`` is one of :data:`KINDS`; by default :func:`kind_of_seed` chooses (from the
+    schedule of generator ``version``).  ``mem_size``: the device memory's bytes (an
+    ``over-DRAM`` program's LOAD or STORE crosses its end).
     """
-    return Generator(cfg, seed, base).generate(kind_of_seed(seed) if kind is None else kind)
+    kind = kind_of_seed(seed, version) if kind is None else kind
+    return Generator(cfg, seed, base, mem_size).generate(kind)

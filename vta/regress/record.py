@@ -85,10 +85,10 @@ def config_arg(config: str, out: Path | None) -> str:
 
 def repro(record: dict[str, Any], plan, out: Path | None) -> dict[str, str]:
     """One-line command repeating a record's program alone (``vta regress`` of its seed,
-    configuration, kind and timing) into ``OUT/repro``."""
+    configuration, generator version, kind and timing) into ``OUT/repro``."""
     cmd = ["vta", "regress", "-b", plan.backend, "--configs",
            config_arg(record["config"], out), "--seed", str(record["seed"]), "-n", "1",
-           "--kind", str(record["kind"])]
+           "--generator", str(plan.generator), "--kind", str(record["kind"])]
     if plan.reference != "golden":
         cmd += ["--against", plan.reference]
     if plan.backend != "golden":

@@ -44,7 +44,8 @@ def junit(summary, records: Sequence[dict[str, Any]]) -> str:
                               skipped="0",
                               time=f"{sum(r.get('seconds', 0.0) for r in recs):.3f}")
         props = ET.SubElement(suite, "properties")
-        for key, value in {"backend": plan.backend, "timing": plan.timing,
+        for key, value in {"backend": plan.backend, "generator": plan.generator,
+                           "timing": plan.timing,
                            **{f"provenance.{k}": v for k, v in plan.provenance.items()}}.items():
             ET.SubElement(props, "property", name=key, value=str(value))
         for r in sorted(recs, key=lambda r: r["seed"]):
@@ -238,7 +239,8 @@ def html(summary, records: Sequence[dict[str, Any]],
     esc = _html.escape
     parts = [f"<h1>vta regress: {esc(plan.backend)}, {len(plan.configs)} configuration(s), "
              f"seeds {plan.seed}..{plan.seed + plan.programs - 1}</h1>",
-             f"<p>written {time.strftime('%Y-%m-%d %H:%M:%S')}; timing {esc(plan.timing)}"
+             f"<p>written {time.strftime('%Y-%m-%d %H:%M:%S')}; generator version "
+             f"{plan.generator}; timing {esc(plan.timing)}"
              f"{'; coverage-directed' if plan.directed else ''}</p>"]
     parts.append("<h2>What ran</h2>" + _table(
         ["configuration", "pass", "fail", "crash", "error"],

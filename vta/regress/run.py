@@ -26,6 +26,7 @@ import signal
 import threading
 import time
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -39,7 +40,7 @@ from ..errors import VTAError
 from ..isa import AluOp
 from .check import BACKENDS, REFERENCES
 from .coverage import Coverage, Cross
-from .generator import KINDS, kind_of_seed, schedule
+from .generator import VERSION, VERSIONS, kind_of_seed, schedule
 from .record import diff_command, provenance, repro
 from .reports import write_reports
 from .rtlcov import FILE as RTL_COVERAGE
@@ -48,9 +49,12 @@ from .timing import RANGES, timing_of
 from .triage import Group, group, record_signature
 from .worker import Job, close_sessions, config_dict, flush_coverage, run_job, shrink_job
 
-#: Bump when the generator makes a different program for some seed; a results
-#: file of another version cannot be resumed.
-GENERATOR_VERSION = 1
+#: The generator version of new runs (:data:`vta.regress.generator.VERSIONS`: each a schedule
+#: of kinds; a results file records its version and resumes with it).
+GENERATOR_VERSION = VERSION
+#: Failing programs of a signature tried in turn (smallest first) until one fails from
+#: zeroed scratchpads, to shrink it.
+SHRINK_TRIES = 3
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
 log = logging.getLogger(__name__)
@@ -89,8 +93,12 @@ class Plan:
             raise RegressError(f"programs must be at least 1, not {self.programs}")
         if self.seed < 0:
             raise RegressError(f"seed must be >= 0, not {self.seed}")
-        if self.kind is not None and self.kind not in KINDS:
-            raise RegressError(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.generator not in VERSIONS:
+            raise RegressError(f"generator version must be one of "
+                               f"{', '.join(map(str, VERSIONS))}, not {self.generator!r}")
+        if self.kind is not None and self.kind not in VERSIONS[self.generator]:
+            raise RegressError(f"kind must be one of {', '.join(VERSIONS[self.generator])}, "
+                               f"not {self.kind!r}")
         if self.reference not in REFERENCES:
             raise RegressError(f"reference must be one of {', '.join(REFERENCES)}, "
                                f"not {self.reference!r}")
@@ -119,7 +127,7 @@ class Plan:
         against ``reference`` (default: the plan's)."""
         reference = reference or REFERENCES[self.reference]
         return [Job(self.backend, cfg, seed, self.kind, dict(self.options), reference,
-                    timing_of(seed) if self.timing == "random" else None)
+                    timing_of(seed) if self.timing == "random" else None, self.generator)
                 for seed in range(self.seed, self.seed + self.programs)
                 for cfg in self.configs]
 
@@ -235,17 +243,17 @@ class Director:
     """Coverage-directed kinds: each program's kind drawn with weights toward the bins
     its configuration has not hit yet.
 
-    The first period of the schedule (41 programs per configuration) runs as
-    scheduled: it tries every kind and, on the presets, already hits every bin.
-    Then, while some bin of the configuration is still open (a functional bin or
-    one of its ALU cross bins), each program's kind is the one most likely to hit
-    the open bins by what the run has seen: for every kind and bin, the share of
-    its programs that hit the bin (hits + 1/2 over programs + 3/2, so kinds tried
-    less look more promising for bins nobody has hit yet), summed over the open
-    bins; ties are broken by a draw from the seed.  Once every bin is hit, the
-    schedule takes over again.  (Thompson sampling from the first program did
-    worse than the schedule in the measurements of docs/regress.md: 19 kinds to
-    learn cost more programs than the schedule needs.)
+    The first period of the run's generator version's schedule (41 or 49 programs per
+    configuration) runs as scheduled: it tries every kind and, on the presets, already
+    hits every bin. Then, while some bin of the configuration is still open (a
+    functional bin or one of its ALU cross bins), each program's kind is the one most
+    likely to hit the open bins by what the run has seen: for every kind and bin, the
+    share of its programs that hit the bin (hits + 1/2 over programs + 3/2, so kinds
+    tried less look more promising for bins nobody has hit yet), summed over the open
+    bins; ties are broken by a draw from the seed. Once every bin is hit, the schedule
+    takes over again. (Thompson sampling from the first program did worse than the
+    schedule in the measurements of docs/regress.md: the kinds to learn cost more
+    programs than the schedule needs.)
     """
 
     PRIOR = 0.5
@@ -253,7 +261,9 @@ class Director:
     def __init__(self, summary: Summary):
         self.summary = summary
         self.runs: Counter = Counter()
-        self.hits: dict[str, Counter] = {k: Counter() for k in KINDS}
+        self.version = summary.plan.generator
+        self.kinds = tuple(VERSIONS[self.version])
+        self.hits: dict[str, Counter] = {k: Counter() for k in self.kinds}
 
     def observe(self, record: dict[str, Any]) -> None:
         kind = record.get("kind")
@@ -272,14 +282,14 @@ class Director:
     def choose(self, job: Job) -> Job:
         cov = self.summary.config_coverage.get(job.key[0])
         holes = self.open_bins(job.key[0])
-        if not holes or cov is None or cov.programs < len(schedule()):
-            return replace(job, kind=kind_of_seed(job.seed))
+        if not holes or cov is None or cov.programs < len(schedule(self.version)):
+            return replace(job, kind=kind_of_seed(job.seed, self.version))
         rng = np.random.default_rng([job.seed, 0xD1EC7])
-        hits = np.array([[self.hits[k][b] for b in holes] for k in KINDS], dtype=float)
-        runs = np.array([self.runs[k] for k in KINDS], dtype=float)[:, None]
+        hits = np.array([[self.hits[k][b] for b in holes] for k in self.kinds], dtype=float)
+        runs = np.array([self.runs[k] for k in self.kinds], dtype=float)[:, None]
         score = ((hits + self.PRIOR) / (runs + 1 + self.PRIOR)).sum(axis=1)
-        score += rng.random(len(KINDS)) * 1e-9  # ties
-        return replace(job, kind=KINDS[int(np.argmax(score))])
+        score += rng.random(len(self.kinds)) * 1e-9  # ties
+        return replace(job, kind=self.kinds[int(np.argmax(score))])
 
 
 # ------------------------------------------------------------------ results file
@@ -298,10 +308,10 @@ def read_results(path: Path) -> tuple[Plan, list[dict[str, Any]]]:
     if header.get("type") != "run":
         raise RegressError(f"{path}: line 1 must be the run header, not {lines[0][:80]!r}")
     header.pop("type")
-    if header.get("generator") != GENERATOR_VERSION:
+    if header.get("generator") not in VERSIONS:
         raise RegressError(f"{path} was written by generator version {header.get('generator')}"
-                           f"; this vta generates version {GENERATOR_VERSION}, whose programs "
-                           "differ: start a new run")
+                           f"; this vta knows versions {', '.join(map(str, VERSIONS))}: "
+                           "start a new run")
     plan = Plan(**header)
     records = []
     for number, line in enumerate(lines[1:], start=2):
@@ -400,7 +410,11 @@ def connect(workers: int | None = None, cluster: str | None = None, *,
             # the worker processes inherit it: one BLAS thread each (see tests/conftest.py)
             for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
                 os.environ.setdefault(var, "1")
-            with _sigint_ignored():  # the workers inherit it: Ctrl-C is the client's alone
+            with _sigint_ignored(), warnings.catch_warnings():
+                # the workers inherit SIGINT's disposition: Ctrl-C is the client's alone; the
+                # scheduler's HTTP server takes another port when another cluster on this
+                # machine has Dask's 8787, and says so in a warning that means nothing here
+                warnings.filterwarnings("ignore", message="Port .* is already in use")
                 local = LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
                                      dashboard_address=None, silence_logs=logging.ERROR)
             client = Client(local)
@@ -533,7 +547,7 @@ def regress(plan: Plan, out: str | Path, *, workers: int | None = None,
                     for counts in client.run(flush_coverage).values():
                         summary.rtl.add(counts)
                 summary.rtl.save(out / RTL_COVERAGE)
-            failed = [g.smallest() for g in summary.groups
+            failed = [g.by_size()[:SHRINK_TRIES] for g in summary.groups
                       if any(r["status"] == "fail" for r in g.records)][:shrink]
             summary.shrunk = _shrink_failures(client, plan, failed, reference, out,
                                               shrink_budget)
@@ -661,7 +675,7 @@ def _result_of(client, future, job: Job) -> dict[str, Any]:
     """The task's record (``attempts`` counting workers that died running it), or a
     crash/error record naming the seed."""
     base = {"type": "result", "config": job.key[0], "seed": job.seed,
-            "kind": job.kind or kind_of_seed(job.seed)}
+            "kind": job.kind or kind_of_seed(job.seed, job.generator)}
     if job.timing is not None:
         base["timing"] = job.timing
     try:
@@ -680,26 +694,42 @@ def _result_of(client, future, job: Job) -> dict[str, Any]:
     return record
 
 
-def _shrink_failures(client, plan: Plan, failed: list[dict[str, Any]], reference: type,
+def _shrink_failures(client, plan: Plan, failed: list[list[dict[str, Any]]], reference: type,
                      out: Path, budget: float) -> list[dict[str, Any]]:
+    """Shrink one program of each group: ``failed`` has each group's candidates, tried in
+    turn while the one before does not fail from zeroed scratchpads (``no-repro``)."""
     from .report import write_case
 
     by_key = {j.key: j for j in plan.jobs(reference)}
-    futures = [(r, client.submit(shrink_job, replace(by_key[(r["config"], r["seed"])],
-                                                     kind=r.get("kind")), budget, pure=False))
-               for r in failed]
+
+    def submit(r: dict[str, Any]):
+        return client.submit(shrink_job, replace(by_key[(r["config"], r["seed"])],
+                                                 kind=r.get("kind")), budget, pure=False)
+
+    firsts = [submit(tries[0]) for tries in failed]  # the groups' shrinks run in parallel
     shrunk = []
-    for record, future in futures:
+    for tries, future in zip(failed, firsts, strict=True):
+        record, no_repro = tries[0], []
+        try:
+            result = future.result()
+            for other in tries[1:]:
+                if result["status"] != "no-repro":
+                    break
+                no_repro.append(record["seed"])
+                record = other  # (an error then names this one)
+                result = submit(other).result()
+        except Exception as exc:  # noqa: BLE001
+            result = {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
         name = f"{record['config']}-seed{record['seed']}"
         entry: dict[str, Any] = {"config": record["config"], "seed": record["seed"],
                                  "signature": record_signature(record)}
-        try:
-            result = future.result()
-        except Exception as exc:  # noqa: BLE001
-            entry.update(status="error", message=f"{type(exc).__name__}: {exc}")
+        if no_repro:
+            entry["no_repro"] = no_repro  # smaller programs that pass from zeroed scratchpads
+        entry["status"] = result["status"]
+        if result["status"] == "error":
+            entry["message"] = result["message"]
             shrunk.append(entry)
             continue
-        entry["status"] = result["status"]
         why = [f"{plan.backend} against the {plan.reference} model: "
                f"{result.get('message') or record.get('message', '')}"]
         if result.get("original") is not None:

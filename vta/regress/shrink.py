@@ -26,18 +26,37 @@ Passes, repeated until none makes progress or the budget is spent:
    onto the first entry a GEMM/ALU writes; a GEMM/ALU loop cut to its last
    iteration (its micro-ops moved along);
 5. **data**: zero the bytes no LOAD reads, then 1 KiB chunks (ddmin).
+
+When these passes find nothing more, **moves** that keep the size but may let an
+instruction or a field go are tried one at a time, each kept only if passes 1, 2,
+the folding and the fields then make the case smaller (so the search cannot go
+round in circles):
+
+6. a LOAD of the zeros area (the prologue's) reads random data instead, so that
+   a value the bug needs no longer takes a second instruction to make;
+7. a GEMM/ALU uses the micro-ops of another nest or UOP LOAD of the same
+   length, so that its own UOP LOAD can go; or two UOP LOADs become one, the first
+   bringing the second's micro-ops after its own (the nests using them moved along);
+8. a scratchpad entry is renamed: every micro-op field naming entry ``v`` of a
+   buffer (and, for ACC, the STOREs reading OUT entry ``v``) names ``w``, an
+   entry another LOAD or nest already writes, or 0, so that the LOAD writing
+   ``v`` (or a pad around ``w``) can go.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import VTAError
 from ..isa import DEP_FLAGS, MemId, Opcode, dispatch_engine
+from ..progfile import elem_bytes
 from .generator import DATA_BYTES, QUEUE_ENDS, Case, is_noop, noop
 from .races import races, undefined_reads
 
@@ -92,7 +111,9 @@ def shrink(case: Case, fails: Callable[[Case], bool], *, budget: float = 120.0,
                          s.data):
                 best = step(best)
             if _size(best) >= before:
-                break
+                best = s.moves(best)
+                if _size(best) >= before:
+                    break
     except _BudgetSpentError:
         complete = False
     best = s.best or best
@@ -217,6 +238,22 @@ class _Shrinker:
                 trial = _last_iteration(case, index, loop)
                 if self.test(trial):
                     case = trial
+        return case
+
+    def drop_round(self, case: Case) -> Case:
+        """Passes 1 and 2, then the folding of flag-only no-ops."""
+        for step in (self.instructions, self.tokens, self.instructions, self.merge):
+            case = step(case)
+        return case
+
+    def moves(self, case: Case) -> Case:
+        """The first move (6-8 of the module docstring) after which passes 1, 2, the
+        folding and the fields make the case smaller, with them done; else ``case``."""
+        for moved in _moves(case):
+            if self.test(moved):
+                smaller = self.fields(self.drop_round(moved))
+                if _size(smaller) < _size(case):
+                    return smaller
         return case
 
     def data(self, case: Case) -> Case:
@@ -450,4 +487,159 @@ def _zero_chunks(case: Case, removed: set) -> Case:
     for k in removed:
         data[k:k + _CHUNK] = bytes(min(_CHUNK, DATA_BYTES - k))
     out.data = bytes(data)
+    return out
+
+
+# ------------------------------------------------------------------ moves
+def _moves(case: Case) -> Iterable[Case]:
+    """Candidates of the same size that may let an instruction go (module docstring)."""
+    yield from _data_sources(case)
+    yield from _shared_kernels(case)
+    yield from _joined_kernels(case)
+    yield from _renames(case)
+
+
+def _data_sources(case: Case) -> Iterable[Case]:
+    """LOADs of the zeros area reading the data area instead, all at once, then each; the
+    bytes they read there made random if the data pass zeroed them."""
+    lay = case.layout
+    zeros = (case.base + lay.zeros, case.base + lay.data)
+    moved: dict[int, tuple] = {}
+    for i, insn in enumerate(case.insns):
+        if insn.opcode != Opcode.LOAD or not insn.x_size or insn.memory_type not in (
+                MemId.INP, MemId.WGT, MemId.ACC, MemId.ACC_8BIT):
+            continue
+        e = elem_bytes(case.cfg, insn.memory_type)
+        span = (insn.y_size - 1) * insn.x_stride + insn.x_size  # elements
+        lo = insn.dram_base * e
+        if not (zeros[0] <= lo and lo + span * e <= zeros[1]) or span * e > DATA_BYTES:
+            continue
+        offset = min(lo // e - zeros[0] // e, DATA_BYTES // e - span)
+        moved[i] = (insn.replace(dram_base=(case.base + lay.data) // e + offset),
+                    offset * e, span * e)
+    for chosen in ([*moved] if len(moved) > 1 else [], *([i] for i in moved)):
+        if not chosen:
+            continue
+        out = case.copy()
+        data = bytearray(case.data)
+        rng = np.random.default_rng(case.seed)
+        for i in chosen:
+            out.insns[i], lo, n = moved[i]
+            if not any(data[lo:lo + n]):
+                data[lo:lo + n] = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+        out.data = bytes(data)
+        yield out
+
+
+def _nests(case: Case) -> list[int]:
+    return [i for i, insn in enumerate(case.insns)
+            if insn.opcode in (Opcode.GEMM, Opcode.ALU) and insn.uop_end > insn.uop_bgn]
+
+
+def _shared_kernels(case: Case) -> Iterable[Case]:
+    """A nest using the micro-op range of another nest, or of a UOP LOAD before it, of
+    the same length (so that its own UOP LOAD may go)."""
+    nests = _nests(case)
+    for c in nests:
+        insn = case.insns[c]
+        n = insn.uop_end - insn.uop_bgn
+        starts = [case.insns[d].uop_bgn for d in nests
+                  if d != c and case.insns[d].uop_end - case.insns[d].uop_bgn == n]
+        for i in range(c):
+            load, kernel = case.insns[i], case.kernels[i]
+            if kernel and load.opcode == Opcode.LOAD and load.y_size == 1 \
+                    and load.x_size == len(kernel) >= n:
+                row = load.x_pad_0 + load.x_size + load.x_pad_1
+                starts.append(load.sram_base + load.y_pad_0 * row + load.x_pad_0)
+        for start in dict.fromkeys(starts):
+            if start != insn.uop_bgn:
+                out = case.copy()
+                out.insns[c] = insn.replace(uop_bgn=start, uop_end=start + n)
+                yield out
+
+
+def _joined_kernels(case: Case) -> Iterable[Case]:
+    """Two UOP LOADs of one row without pads as one: the first brings the second's
+    micro-ops too, after its own, and the nests after the second that use them read them
+    there (until a UOP LOAD writes their entries again), so that the second can go."""
+    loads = [i for i, (insn, kernel) in enumerate(zip(case.insns, case.kernels, strict=True))
+             if kernel and insn.y_size == 1 and insn.x_size == len(kernel)
+             and not any(getattr(insn, p) for p in _PADS)]
+    depth, nests = case.cfg.UOP_BUFF_DEPTH, set(_nests(case))
+    for pos, a in enumerate(loads):
+        for b in loads[pos + 1:]:
+            first, second = case.insns[a], case.insns[b]
+            joined = [*case.kernels[a], *case.kernels[b]]
+            if first.sram_base + len(joined) > depth:
+                continue
+            lo, hi = second.sram_base, second.sram_base + second.x_size
+            shift = first.sram_base + first.x_size - lo
+            out = case.copy()
+            out.insns[a] = first.replace(x_size=len(joined), x_stride=len(joined))
+            out.kernels[a] = joined
+            for j in range(b + 1, len(case.insns)):
+                insn = case.insns[j]
+                if case.kernels[j] is not None and insn.sram_base < hi and \
+                        lo < insn.sram_base + insn.x_size:
+                    break  # a UOP LOAD writes them again
+                if j in nests and lo <= insn.uop_bgn and insn.uop_end <= hi:
+                    out.insns[j] = insn.replace(uop_bgn=insn.uop_bgn + shift,
+                                                uop_end=insn.uop_end + shift)
+            yield out
+
+
+def _field_buffers(insn) -> dict[str, str]:
+    """The buffer each micro-op field of nest ``insn`` names."""
+    if insn.opcode == Opcode.GEMM:
+        return {"dst_idx": "ACC"} if insn.reset_reg else {
+            "dst_idx": "ACC", "src_idx": "INP", "wgt_idx": "WGT"}
+    return {"dst_idx": "ACC"} if insn.use_imm else {"dst_idx": "ACC", "src_idx": "ACC"}
+
+
+_LOADED = {MemId.INP: "INP", MemId.WGT: "WGT", MemId.ACC: "ACC", MemId.ACC_8BIT: "ACC"}
+
+
+def _renames(case: Case) -> Iterable[Case]:
+    """Entry ``v`` of a buffer renamed ``w`` in every micro-op field naming it (and for ACC,
+    in the one-entry STOREs of OUT entry ``v``): ``w`` an entry that a LOAD (its first
+    entry or its first loaded one) or another nest (its destination) writes, or 0."""
+    # (kernel slot, field) -> buffer, from the nests using each micro-op
+    named: dict[tuple[int, int, str], str] = {}
+    for c in _nests(case):
+        insn = case.insns[c]
+        for pos in range(insn.uop_bgn, insn.uop_end):
+            slot = _kernel_slot(case, c, pos)
+            if slot is None:
+                continue
+            for f, buf in _field_buffers(insn).items():
+                named.setdefault((*slot, f), buf)
+    values: dict[str, dict[int, list]] = {}
+    for (i, j, f), buf in named.items():
+        values.setdefault(buf, {}).setdefault(getattr(case.kernels[i][j], f), []).append(
+            (i, j, f))
+    targets: dict[str, list[int]] = {}
+    for insn in case.insns:
+        buf = _LOADED.get(insn.memory_type) if insn.opcode == Opcode.LOAD and insn.x_size \
+            else None
+        if buf is not None:
+            row = insn.x_pad_0 + insn.x_size + insn.x_pad_1
+            targets.setdefault(buf, []).extend(
+                [insn.sram_base, insn.sram_base + insn.y_pad_0 * row + insn.x_pad_0])
+    for buf, entries in values.items():
+        wanted = [*targets.get(buf, []), *(entries if buf == "ACC" else []), 0]
+        for v, fields in entries.items():
+            for w in dict.fromkeys(wanted):
+                if w != v:
+                    yield _rename(case, fields, buf, v, w)
+
+
+def _rename(case: Case, fields: list, buf: str, v: int, w: int) -> Case:
+    out = case.copy()
+    for i, j, f in fields:
+        out.kernels[i][j] = dataclasses.replace(out.kernels[i][j], **{f: w})
+    if buf == "ACC":
+        for k, insn in enumerate(out.insns):
+            if insn.opcode == Opcode.STORE and insn.x_size == insn.y_size == 1 \
+                    and insn.sram_base == v:
+                out.insns[k] = insn.replace(sram_base=w)
     return out

@@ -11,7 +11,7 @@ two programs with the same signature are very likely the same bug:
 * ``fault SRAM_RANGE/ok at compute ALU.ADD.tensor``: how each side ended
   (golden/device) and the instruction the golden model faulted at (or, for a
   fault only the device saw, the device's), ``... (where)`` when the code is
-  the same but the place is not;
+  the same but the place is not, ``... (address)`` when a bus error's address is not;
 * ``counter gemm_uops``, ``trace compute GEMM pop=l2g push=-``, ``hang``.
 
 :class:`Triage` groups a run's failures by signature, with counts, a
@@ -73,7 +73,8 @@ def signature(case: Case, ref, dut, mismatch) -> str:
     if kind == "memory":
         return _memory_signature(case, ref, dut, mismatch.detail)
     if kind == "outcome":
-        where = " (where)" if mismatch.detail.endswith("(where)") else ""
+        where = next((f" {w}" for w in ("(where)", "(address)") if mismatch.detail.endswith(w)),
+                     "")
         side = ref.error if ref.error is not None else dut.error
         at = ""
         if side is not None and side.get("index") is not None and side["index"] < len(case.insns):
@@ -148,10 +149,15 @@ class Group:
     def count(self) -> int:
         return len(self.records)
 
-    def smallest(self) -> dict[str, Any]:
-        """The record to shrink: a plain failure (not a crash) with the fewest instructions."""
+    def by_size(self) -> list[dict[str, Any]]:
+        """The records to shrink, in the order to try them: plain failures (not crashes),
+        fewest instructions first."""
         fails = [r for r in self.records if r["status"] == "fail"] or self.records
-        return min(fails, key=lambda r: (r.get("insns") or 1 << 30, r["seed"]))
+        return sorted(fails, key=lambda r: (r.get("insns") or 1 << 30, r["seed"]))
+
+    def smallest(self) -> dict[str, Any]:
+        """The record to shrink first: a plain failure with the fewest instructions."""
+        return self.by_size()[0]
 
     def as_dict(self) -> dict[str, Any]:
         configs: dict[str, int] = {}

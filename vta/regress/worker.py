@@ -33,7 +33,7 @@ from ..isa import dispatch_engine
 from . import shrink as shrinker
 from .check import Session
 from .coverage import collect
-from .generator import Case, generate, kind_of_seed
+from .generator import VERSION, Case, generate, kind_of_seed
 from .rtlcov import read_dat
 from .timing import device_settings
 from .triage import signature
@@ -70,6 +70,7 @@ class Job:
     options: dict[str, Any] = field(default_factory=dict)
     reference: type = GoldenModel
     timing: dict[str, Any] | None = None  # the DRAM timing of this program (RTL)
+    generator: int = VERSION  # whose schedule gives the seed's kind
 
     @property
     def cfg(self) -> Config:
@@ -195,7 +196,7 @@ def _attempt(job: Job, work, retries: int = 1):
 def run_job(job: Job) -> dict[str, Any]:
     """Check one program; returns its result record (see docs/regress.md)."""
     start = time.perf_counter()
-    kind = job.kind or kind_of_seed(job.seed)
+    kind = job.kind or kind_of_seed(job.seed, job.generator)
     record: dict[str, Any] = {"type": "result", "config": job.key[0], "seed": job.seed,
                               "kind": kind, "worker": where(), "package": PACKAGE}
     if job.timing is not None:
@@ -204,7 +205,7 @@ def run_job(job: Job) -> dict[str, Any]:
 
     def work(session: Session):
         used.append(session)
-        case = generate(session.cfg, job.seed, session.base, kind)
+        case = generate(session.cfg, job.seed, session.base, kind, mem_size=session.mem_size)
         apply_timing(session, job.timing)
         return case, *session.check(case)
 
@@ -256,10 +257,10 @@ def shrink_job(job: Job, budget: float = 120.0) -> dict[str, Any]:
     (it passes from zeroed scratchpads: it depends on what ran before) or
     ``crash``, and ``*_out`` are the reference's output areas (expectations).
     """
-    kind = job.kind or kind_of_seed(job.seed)
+    kind = job.kind or kind_of_seed(job.seed, job.generator)
 
     def work(session: Session):
-        case = generate(session.cfg, job.seed, session.base, kind)
+        case = generate(session.cfg, job.seed, session.base, kind, mem_size=session.mem_size)
         apply_timing(session, job.timing)
         session.scrub()
         ref, dut, mismatch = session.check(case)
