@@ -326,7 +326,7 @@ async def wait_retire(dut, max_cycles: int = 200000, watch=()):
     raise AssertionError(f"no retire within {max_cycles} cycles")
 
 
-async def issue(dut, cfg, insn, index: int, watch=(), token=None):
+async def issue(dut, cfg, insn, index: int, watch=(), token=None, max_cycles: int = 200000):
     """Send ``insn`` as instruction ``index`` and wait for it as :func:`wait_retire` does.
 
     ``token``: (a :class:`TokenSource` with no token, cycles): the instruction pops its
@@ -344,7 +344,7 @@ async def issue(dut, cfg, insn, index: int, watch=(), token=None):
             stalled += int(dut.stall.value)
         assert stalled > 0, f"instruction {index}: the engine must stall while its queue is empty"
         source.give()
-    return await wait_retire(dut, watch=watch)
+    return await wait_retire(dut, max_cycles, watch=watch)
 
 
 async def expect_fault(dut, cfg, insn, code, index: int, idle: str = "rd_idle",

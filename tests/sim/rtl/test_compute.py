@@ -59,6 +59,9 @@ ZERO_UOP_ADDR = UOP_ADDR + 0x1000  # one micro-op of all zeros
 EDGE_UOP_ADDR = UOP_ADDR + 0x2000  # dst 1, then dst at the ACC buffer's last entry
 ODD_ADDR = 0x10000  # odd accumulators for the MUL program
 N = 64  # ACC and OUT entries the cases use and compare
+#: no instruction of the cases takes a tenth of this (the 256-micro-op GEMM about 270): a
+#: hung engine fails each case after it, not after wait_retire's default of 200,000
+RETIRE_CYCLES = 20000
 ALL = (0, 1)  # micro-op 0 over entries 0..N-1 (with factor 1 on the outer loop)
 ADD_ZERO_ALL = alu(ADD, ALL, N, use_imm=1, imm=0, dst_factor_out=1)
 MUL_ALL = alu(MUL, ALL, N, use_imm=1, imm=3, dst_factor_out=1, src_factor_out=1)
@@ -251,7 +254,8 @@ class Bench:
         """Each instruction must retire with its own index and token pushes; then the model."""
         for insn in program:
             kind, seen = await issue(self.dut, self.cfg, insn, self.index,
-                                     watch=("g2l_push", "g2s_push", "index"))
+                                     watch=("g2l_push", "g2s_push", "index"),
+                                     max_cycles=RETIRE_CYCLES)
             assert kind == "retire", f"instruction {self.index} {insn}: fault {seen}"
             assert seen == {"g2l_push": insn.push_prev_dep, "g2s_push": insn.push_next_dep,
                             "index": self.index}
