@@ -171,14 +171,10 @@ def test_rtl_test_programs(cfg, monkeypatch):
     the mixed program (every instruction kind, padding, strides, hazards), forwarding,
     zero-fill, one program per fault, one per bus-error stream."""
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "sim" / "rtl"))
-    from rtl_programs import bus_errors, faults, forwarding, matmul, mixed, zero_fill
+    from rtl_programs import bus_errors, faults, suite
 
     mem_size = 1 << 20
-    rng = np.random.default_rng(1)
-    b, blk = cfg.BATCH, cfg.BLOCK
-    programs = [zero_fill(cfg), matmul(cfg, rng, 2 * b, 2 * blk, 3 * blk), mixed(cfg, rng),
-                forwarding(cfg, rng), matmul(cfg, rng, 3 * b, 2 * blk, 2 * blk, shift=None),
-                *faults(cfg, mem_size), *bus_errors(cfg)]
+    programs = [*suite(cfg, np.random.default_rng(1)), *faults(cfg, mem_size), *bus_errors(cfg)]
     models = both(cfg, 1)
     for prog in programs:
         replay(models, prog.image(cfg, mem_size), prog.insn_addr, prog.insn_count,

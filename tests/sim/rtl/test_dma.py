@@ -12,20 +12,20 @@ inside one 4 KiB page.  A second test halts reads in flight (see ``dma_halt``).
 
 from __future__ import annotations
 
-import logging
 import os
 import random
 
 import cocotb
 import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
+from compare import assert_same
 from rtl_common import (
     WRAPPERS,
     build_and_run,
+    handshake,
     random_pause,
     sim_params,
-    stall_axi_ram,
-    start_clock_reset,
+    start_engine,
 )
 
 MEM = 1 << 18
@@ -56,23 +56,14 @@ async def burst_monitor(dut, prefix, log_bus_bytes, errors):
 
 
 async def read_stream(dut, port, log_e, reqs, ram_bytes, rng, errors):
-    req_valid = getattr(dut, f"{port}_req_valid")
     pending = []
 
     async def issue():
         for addr, n in reqs:
             while rng.random() < 0.3:
                 await FallingEdge(dut.clk)
-            await FallingEdge(dut.clk)
-            req_valid.value = 1
-            getattr(dut, f"{port}_req_addr").value = addr
-            getattr(dut, f"{port}_req_n").value = n
-            while True:
-                await RisingEdge(dut.clk)
-                if int(getattr(dut, f"{port}_req_ready").value):
-                    break
-            await FallingEdge(dut.clk)
-            req_valid.value = 0
+            await handshake(dut, f"{port}_req_valid", f"{port}_req_ready",
+                            **{f"{port}_req_addr": addr, f"{port}_req_n": n})
             pending.extend(
                 ram_bytes[addr + i * (1 << log_e) : addr + (i + 1) * (1 << log_e)] for i in range(n)
             )
@@ -96,17 +87,11 @@ async def read_stream(dut, port, log_e, reqs, ram_bytes, rng, errors):
 
 async def start_with_ram(dut, rng, stall_seed):
     """Inputs idle, an AxiRam of random bytes stalling every channel at random, reset done."""
-    from cocotbext.axi import AxiBus, AxiRam
-
-    for s in ("halt", "p0_req_valid", "p1_req_valid", "p0_elem_ready", "p1_elem_ready",
-              "wr_req_valid", "wr_valid"):
-        getattr(dut, s).value = 0
-    ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=MEM)
-    logging.getLogger("cocotb").setLevel(logging.WARNING)
-    stall_axi_ram(ram, seed=stall_seed, busy=0.3)
+    ram, _ = await start_engine(dut, MEM, stall_seed,
+                                inputs=("halt", "p0_req_valid", "p1_req_valid", "p0_elem_ready",
+                                        "p1_elem_ready", "wr_req_valid", "wr_valid"))
     init = bytes(rng.getrandbits(8) for _ in range(MEM))
     ram.write(0, init)
-    await start_clock_reset(dut)
     return ram, init
 
 
@@ -158,16 +143,7 @@ async def dma(dut):
 
     async def issue_writes():
         for addr, n in wreqs:
-            await FallingEdge(dut.clk)
-            dut.wr_req_valid.value = 1
-            dut.wr_req_addr.value = addr
-            dut.wr_req_beats.value = n
-            while True:
-                await RisingEdge(dut.clk)
-                if int(dut.wr_req_ready.value):
-                    break
-            await FallingEdge(dut.clk)
-            dut.wr_req_valid.value = 0
+            await handshake(dut, "wr_req_valid", "wr_req_ready", wr_req_addr=addr, wr_req_beats=n)
 
     cocotb.start_soon(issue_writes())
     sent = 0
@@ -187,9 +163,7 @@ async def dma(dut):
         if int(dut.wr_idle.value) and int(dut.rd_idle.value):
             break
     assert int(dut.wr_idle.value), "write responses did not all return"
-    got = ram.read(0, MEM)
-    diff = [i for i in range(MEM) if got[i] != model[i]]
-    assert not diff, f"{len(diff)} bytes differ, first at 0x{diff[0]:x}"
+    assert_same(ram.read(0, MEM), bytes(model), "DRAM after the writes", base=0)
     assert not errors, errors[:5]
     await ClockCycles(dut.clk, 2)
 

@@ -12,20 +12,13 @@ it dispatched) and a stream beyond MEM_SIZE (DRAM_RANGE, index 0xFFFFFFFF).
 
 from __future__ import annotations
 
-import logging
 import random
 
 import cocotb
 import pytest
 from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
-from rtl_common import (
-    WRAPPERS,
-    build_and_run,
-    cfg_from_env,
-    sim_params,
-    stall_axi_ram,
-    start_clock_reset,
-)
+from compare import assert_same
+from rtl_common import cfg_from_env, run_wrapper, sim_params, start_engine, wait_high
 
 MEM = 1 << 18
 
@@ -52,19 +45,14 @@ async def start_run(dut, addr, count):
 
 @cocotb.test()
 async def dispatch(dut):
-    from cocotbext.axi import AxiBus, AxiRam
-
     from vta.errors import ErrorCode
     from vta.isa import dispatch_engine
 
     cfg = cfg_from_env()
-    for s in ("start", "halt", "ld_ready", "cmp_ready", "st_ready", "insn_addr", "insn_count"):
-        getattr(dut, s).value = 0
-    ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=MEM)
-    logging.getLogger("cocotb").setLevel(logging.WARNING)
-    stall_axi_ram(ram, seed=12)
+    ram, _ = await start_engine(dut, MEM, stall_seed=12,
+                                inputs=("start", "halt", "ld_ready", "cmp_ready", "st_ready",
+                                        "insn_addr", "insn_count"))
     rng = random.Random(44)
-    await start_clock_reset(dut)
 
     count = 1400
     words, want = [], {"load": [], "compute": [], "store": []}
@@ -101,11 +89,7 @@ async def dispatch(dut):
             break
     assert int(dut.err.value) == 0
     for engine in want:
-        pairs = enumerate(zip(got[engine], want[engine], strict=False))
-        first = next((i for i, (a, b) in pairs if a != b), None)
-        assert got[engine] == want[engine], (
-            f"{engine} queue: {len(got[engine])} entries, first difference at {first}"
-        )
+        assert_same(got[engine], want[engine], f"{engine} queue (index, instruction)")
     assert int(dut.dispatched.value) == count
 
     async def expect_fault(addr, n, code, index):
@@ -118,8 +102,7 @@ async def dispatch(dut):
         await FallingEdge(dut.clk)
         dut.halt.value = 1
         await ClockCycles(dut.clk, 2)
-        while not int(dut.rd_idle.value):
-            await RisingEdge(dut.clk)
+        await wait_high(dut, "rd_idle", f"fault {code!r} at {index} halted")
         dut.halt.value = 0
 
     # undefined opcode at index 37: the 37 before it are dispatched, nothing after
@@ -158,14 +141,4 @@ async def dispatch(dut):
     + [pytest.param("icarus", "tiny", 9, id="icarus-tiny-bus512")],
 )
 def test_fetch(simulator, preset, log_bus):
-    import vta
-
-    cfg = vta.Config.load(preset)
-    build_and_run(
-        simulator,
-        preset,
-        "tb_fetch",
-        "test_fetch",
-        sources=[WRAPPERS / "tb_fetch.v"],
-        parameters={"LOG_BUS_WIDTH": log_bus or cfg.LOG_BUS_WIDTH, "MEM_SIZE": MEM},
-    )
+    run_wrapper(simulator, preset, "fetch", MEM, **({"LOG_BUS_WIDTH": log_bus} if log_bus else {}))

@@ -13,24 +13,44 @@ import os
 import cocotb
 import numpy as np
 import pytest
+import rtl_programs
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
-from rtl_common import build_and_run, cfg_from_env, sim_params, stall_axi_ram, top_params
+from compare import assert_same
+from rtl_common import (
+    build_and_run,
+    cfg_from_env,
+    check_identification,
+    read64,
+    sim_params,
+    stall_axi,
+    top_params,
+)
+
+from vta import regs
 
 MEM_SIZE = 1 << 20
-
-
-async def reset(dut):
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 5)
-    dut.rst.value = 0
-    await ClockCycles(dut.clk, 2)
-
-
 TIMEOUT_US = int(os.environ.get("VTA_TIMEOUT_US", "2000"))
+#: what a hung run reports: name -> (instance, register)
+STATE = {
+    "fetch": ("fetch", "state_reg"),
+    "fetched": ("fetch", "dispatched_reg"),
+    "load": ("load", "state_reg"),
+    "compute": ("compute", "state_reg"),
+    "store": ("store", "state_reg"),
+    "rd_owed": ("dma_rd", "owed_reg"),
+    "rd_active": ("dma_rd", "sp_active_reg"),
+    "busy": ("regs", "busy_reg"),
+    "pending": ("regs", "pending_reg"),
+    "wr_owed": ("dma_wr", "b_owed_reg"),
+    "wr_active": ("dma_wr", "active_reg"),
+    "w_rem": ("dma_wr", "w_rem_reg"),
+    "error": ("regs", "error_reg"),
+}
 
 
-async def run_program(dut, axil, regs, insn_addr, count, timeout_us=TIMEOUT_US):
+async def run_program(dut, axil, insn_addr, count, timeout_us=TIMEOUT_US):
+    """CLEAR, then a run by the driver's protocol; (STATUS, ERR_INDEX, {counter: value})."""
     await axil.write_dword(regs.offset("CTRL"), regs.CTRL_CLEAR)
     await axil.write_dword(regs.offset("INSN_ADDR"), insn_addr & 0xFFFFFFFF)
     await axil.write_dword(regs.offset("INSN_ADDR") + 4, insn_addr >> 32)
@@ -40,32 +60,11 @@ async def run_program(dut, axil, regs, insn_addr, count, timeout_us=TIMEOUT_US):
         try:
             await with_timeout(RisingEdge(dut.irq), timeout_us, "us")
         except Exception:
-            state = {
-                n: int(getattr(dut, m).__getattr__(r).value)
-                for n, (m, r) in {
-                    "fetch": ("fetch", "state_reg"),
-                    "fetched": ("fetch", "dispatched_reg"),
-                    "load": ("load", "state_reg"),
-                    "compute": ("compute", "state_reg"),
-                    "store": ("store", "state_reg"),
-                    "rd_owed": ("dma_rd", "owed_reg"),
-                    "rd_active": ("dma_rd", "sp_active_reg"),
-                    "busy": ("regs", "busy_reg"),
-                    "pending": ("regs", "pending_reg"),
-                    "wr_owed": ("dma_wr", "b_owed_reg"),
-                    "wr_active": ("dma_wr", "active_reg"),
-                    "w_rem": ("dma_wr", "w_rem_reg"),
-                    "error": ("regs", "error_reg"),
-                }.items()
-            }
+            state = {n: int(getattr(dut, m).__getattr__(r).value) for n, (m, r) in STATE.items()}
             raise AssertionError(f"no irq within {timeout_us} us; state {state}") from None
     status = await axil.read_dword(regs.offset("STATUS"))
     index = await axil.read_dword(regs.offset("ERR_INDEX"))
-    counters = {}
-    for name, _ in regs.COUNTERS:
-        lo = await axil.read_dword(regs.offset(name.upper()))
-        hi = await axil.read_dword(regs.offset(name.upper()) + 4)
-        counters[name] = lo | hi << 32
+    counters = {name: await read64(axil, name.upper()) for name, _ in regs.COUNTERS}
     return status, index, counters
 
 
@@ -78,96 +77,76 @@ async def setup(dut):
     logging.getLogger("cocotb.vta_top").setLevel(logging.WARNING)
     axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
     ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=MEM_SIZE)
-    stall_axi_ram(ram, seed=int(os.environ.get("VTA_SEED", "1")))
-    await reset(dut)
+    stall_axi(ram, 7 * int(os.environ.get("VTA_SEED", "1")))
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, 5)
+    dut.rst.value = 0
+    await ClockCycles(dut.clk, 2)
     return axil, ram
 
 
-_MODELS = {}
-
-
-def check(dut, cfg, prog, ram, status, index, counters):
-    from rtl_programs import golden_run
-
-    from vta import regs
-    from vta.golden import GoldenModel
-
-    model = _MODELS.setdefault(id(dut), GoldenModel(cfg, 1 << 12))
-    want = golden_run(cfg, prog, MEM_SIZE, model)
-    got_mem = np.frombuffer(ram.read(0, MEM_SIZE), dtype=np.uint8)
+def check(name, want, ram, status, index, counters, span: int = MEM_SIZE) -> None:
+    """A run's STATUS, ERR_INDEX, counters and memory below ``span`` against golden ``want``."""
     if want.module == "none":
         assert status == regs.status_word(done=True), (
-            f"{prog.name}: STATUS expected DONE (0x2), got 0x{status:x} (code "
+            f"{name}: STATUS expected DONE (0x2), got 0x{status:x} (code "
             f"{status >> 8 & 0xFF}, module {status >> 4 & 0xF}, index {index})"
         )
-        for name, value in want.counters.items():
-            assert counters[name] == value, (
-                f"{prog.name}: counter {name} expected {value}, got {counters[name]}"
+        for counter, value in want.counters.items():
+            assert counters[counter] == value, (
+                f"{name}: counter {counter} expected {value}, got {counters[counter]}"
             )
     else:
         expected = regs.status_word(error=True, module=want.module, code=want.code)
         assert (status, index) == (expected, want.index), (
-            f"{prog.name}: expected STATUS 0x{expected:x} ERR_INDEX {want.index}, "
+            f"{name}: expected STATUS 0x{expected:x} ERR_INDEX {want.index}, "
             f"got 0x{status:x} {index}"
         )
-    diff = np.flatnonzero(got_mem != want.mem)
-    assert diff.size == 0, (
-        f"{prog.name}: device memory differs at {diff.size} bytes, first 0x{diff[0]:x}: "
-        f"expected {want.mem[diff[0]]} got {got_mem[diff[0]]}"
-    )
+    got = np.frombuffer(ram.read(0, span), dtype=np.uint8)
+    assert_same(got, want.mem[:span], f"{name}: device memory", base=0)
     assert counters["cycles"] > 0
 
 
-async def run_and_check(dut, axil, ram, cfg, prog):
-    from vta import regs
-
+async def run_and_check(dut, axil, ram, cfg, model, prog):
+    """``prog`` on the device and on the golden ``model`` (the scratchpads persist in both)."""
     ram.write(0, bytes(MEM_SIZE))
     ram.write(0, prog.image(cfg, MEM_SIZE).tobytes())
-    status, index, counters = await run_program(dut, axil, regs, prog.insn_addr, prog.insn_count)
-    check(dut, cfg, prog, ram, status, index, counters)
-    dut._log.info("%s: %d cycles", prog.name, counters["cycles"])
+    result = await run_program(dut, axil, prog.insn_addr, prog.insn_count)
+    check(prog.name, rtl_programs.golden_run(cfg, prog, MEM_SIZE, model), ram, *result)
+    dut._log.info("%s: %d cycles", prog.name, result[2]["cycles"])
 
 
 @cocotb.test()
 async def identification(dut):
     """ID, HW_VERSION, CONFIG_SIG, CONFIG0/1 identify the configuration."""
-    from vta import regs
-
-    cfg = cfg_from_env()
     axil, _ = await setup(dut)
-    assert await axil.read_dword(regs.offset("ID")) == regs.ID_MAGIC
-    assert await axil.read_dword(regs.offset("HW_VERSION")) == regs.HW_VERSION
-    assert await axil.read_dword(regs.offset("CONFIG_SIG")) == cfg.signature
-    w0, w1 = regs.config_words(cfg)
-    assert await axil.read_dword(regs.offset("CONFIG0")) == w0
-    assert await axil.read_dword(regs.offset("CONFIG1")) == w1
+    await check_identification(axil, cfg_from_env())
+
+
+def program_suite(cfg):
+    """Zero-fill, matmuls, the mixed and forwarding programs: memory and counters exact."""
+    return rtl_programs.suite(cfg, np.random.default_rng(int(os.environ.get("VTA_SEED", "1"))))
+
+
+def fault_programs(cfg):
+    """Zero-fill, then every fault of decision 7: STATUS module/code and ERR_INDEX exact."""
+    return [rtl_programs.zero_fill(cfg), *rtl_programs.faults(cfg, MEM_SIZE)]
+
+
+PROGRAMS = {"suite": program_suite, "faults": fault_programs}
 
 
 @cocotb.test()
-async def programs(dut):
-    """matmul and the mixed program: memory and counters equal the golden model's."""
-    from rtl_programs import forwarding, matmul, mixed, zero_fill
-
-    cfg = cfg_from_env()
-    rng = np.random.default_rng(int(os.environ.get("VTA_SEED", "1")))
-    axil, ram = await setup(dut)
-    b, blk = cfg.BATCH, cfg.BLOCK
-    await run_and_check(dut, axil, ram, cfg, zero_fill(cfg))
-    await run_and_check(dut, axil, ram, cfg, matmul(cfg, rng, 2 * b, 2 * blk, 3 * blk))
-    await run_and_check(dut, axil, ram, cfg, mixed(cfg, rng))
-    await run_and_check(dut, axil, ram, cfg, forwarding(cfg, rng))
-    await run_and_check(dut, axil, ram, cfg, matmul(cfg, rng, 3 * b, 2 * blk, 2 * blk, shift=None))
-
-
-@cocotb.test()
-async def faults(dut):
-    """Every fault of decision 7: STATUS module/code and ERR_INDEX as the golden model."""
-    from rtl_programs import faults as fault_programs
+@cocotb.parametrize(kind=list(PROGRAMS))
+async def programs(dut, kind):
+    """Each program against the golden model, one after the other on one device."""
+    from vta.golden import GoldenModel
 
     cfg = cfg_from_env()
     axil, ram = await setup(dut)
-    for prog in fault_programs(cfg, MEM_SIZE):
-        await run_and_check(dut, axil, ram, cfg, prog)
+    model = GoldenModel(cfg, 1 << 12)
+    for prog in PROGRAMS[kind](cfg):
+        await run_and_check(dut, axil, ram, cfg, model, prog)
 
 
 @pytest.mark.parametrize("simulator, preset", sim_params(("tiny", "default", "aws"), ("tiny",)))

@@ -1,4 +1,10 @@
-// vta_dma_rd with NRD clients on the wrapper's AXI ports (rd_* client buses declared by the includer).
+// vta_dma_rd with NRD clients (a localparam of the includer) on the wrapper's AXI read
+// ports (tb_axi_ports.vh): the clients' buses rd_*, its idle output rd_idle.
+wire [NRD-1:0] rd_req_valid, rd_req_ready, rd_valid, rd_ready;
+wire [NRD*ADDR_WIDTH-1:0] rd_req_addr;
+wire [NRD*48-1:0] rd_req_beats;
+wire [(1<<LOG_BUS_WIDTH)-1:0] rd_data;
+
 vta_dma_rd #(.N(NRD), .ADDR_WIDTH(ADDR_WIDTH), .ID_WIDTH(ID_WIDTH),
              .LOG_BUS_WIDTH(LOG_BUS_WIDTH), .BEATS_WIDTH(48)) dma_rd (
     .clk(clk), .rst(rst), .halt(halt), .idle(rd_idle),
@@ -11,18 +17,3 @@ vta_dma_rd #(.N(NRD), .ADDR_WIDTH(ADDR_WIDTH), .ID_WIDTH(ID_WIDTH),
     .m_axi_rresp(m_axi_rresp), .m_axi_rlast(m_axi_rlast), .m_axi_rvalid(m_axi_rvalid),
     .m_axi_rready(m_axi_rready)
 );
-// no writes
-assign m_axi_awid = {ID_WIDTH{1'b0}};
-assign m_axi_awaddr = {ADDR_WIDTH{1'b0}};
-assign m_axi_awlen = 8'd0;
-assign m_axi_awsize = 3'd0;
-assign m_axi_awburst = 2'd1;
-assign m_axi_awlock = 1'b0;
-assign m_axi_awcache = 4'd0;
-assign m_axi_awprot = 3'd0;
-assign m_axi_awvalid = 1'b0;
-assign m_axi_wdata = {(1<<LOG_BUS_WIDTH){1'b0}};
-assign m_axi_wstrb = {(1<<(LOG_BUS_WIDTH-3)){1'b0}};
-assign m_axi_wlast = 1'b0;
-assign m_axi_wvalid = 1'b0;
-assign m_axi_bready = 1'b1;

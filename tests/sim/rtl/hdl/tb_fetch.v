@@ -7,10 +7,7 @@
  * and the three 512-deep command queues, whose outputs are exposed.
  */
 module tb_fetch #(
-    parameter LOG_BUS_WIDTH = 6,
-    parameter ADDR_WIDTH = 32,
-    parameter ID_WIDTH = 4,
-    parameter [63:0] MEM_SIZE = 64'h100000
+`include "tb_params.vh"
 ) (
     input  wire clk,
     input  wire rst,
@@ -40,11 +37,8 @@ module tb_fetch #(
 );
 
 localparam NRD = 1;
-wire [NRD-1:0] rd_req_valid, rd_req_ready, rd_valid, rd_ready;
-wire [NRD*ADDR_WIDTH-1:0] rd_req_addr;
-wire [NRD*48-1:0] rd_req_beats;
-wire [(1<<LOG_BUS_WIDTH)-1:0] rd_data;
 `include "tb_axi_rd.vh"
+`include "tb_axi_no_wr.vh"
 
 wire q_ld_valid, q_ld_ready, q_cmp_valid, q_cmp_ready, q_st_valid, q_st_ready;
 wire [10:0] ld_count, cmp_count, st_count;
