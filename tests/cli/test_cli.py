@@ -422,7 +422,8 @@ def test_ctrl_c_stops_the_simulator_at_once(tmp_path, where, sim):
         verbose = []
     proc = subprocess.Popen(  # 268 M GEMM cycles: minutes of simulation
         [sys.executable, "-m", "vta.cli", *verbose, "run", str(prog), "-b", sim,
-         "--watchdog", "0"], env=env, stderr=writer, stdout=subprocess.DEVNULL)
+         "--watchdog", "0"], env=env, stderr=writer, stdout=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # see interrupt.py
     os.close(writer)
     try:
         if where == "pipe":

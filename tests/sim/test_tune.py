@@ -9,17 +9,14 @@ measurements here.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import needs
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from interrupt import ctrl_c, lines_at_least
 
 import vta
 from vta import ops
@@ -169,20 +166,8 @@ def test_ctrl_c_keeps_the_log_and_resumes(tmp_path):
     """SIGINT to the process group mid-run: exit 130, every line written is whole, and a
     second run measures only what is missing."""
     path = tmp_path / "t.jsonl"
-    cmd = [sys.executable, "-m", "vta.cli", "tune", "digits", "-c", "tiny", "-n", "6", "-w", "1",
-           "--log", str(path), "--json"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and not (
-                path.exists() and len(path.read_text().splitlines()) >= 2):
-            time.sleep(0.2)
-        os.killpg(proc.pid, signal.SIGINT)
-        code = proc.wait(timeout=60)
-    finally:
-        proc.kill()
-    err = proc.stderr.read()
+    code, err = ctrl_c(["tune", "digits", "-c", "tiny", "-n", "6", "-w", "1", "--log", path,
+                        "--json"], lines_at_least(path, 2))
     assert code == 130, err
     assert "Traceback" not in err
     before = [r for r in lines(path) if r["type"] == "measure"]

@@ -18,6 +18,7 @@ import needs
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from interrupt import ctrl_c, lines_at_least
 
 import vta
 from vta.backends import golden as golden_backend
@@ -829,26 +830,10 @@ def test_separate_worker_processes_get_the_package_shipped(tmp_path, dask_proces
 def test_ctrl_c_keeps_the_results_written(tmp_path):
     """Ctrl-C mid-run (SIGINT to the whole process group, as a terminal sends it): exit 130
     with one line and no worker tracebacks, every result so far intact (resumable)."""
-    import signal
-    import subprocess
-    import time
-
     out = tmp_path / "r"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vta.cli", "regress", "-b", "golden", "-n", "1000", "--configs",
-         "tiny", "-w", "1", "-o", str(out), "--json"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (
-                (out / "results.jsonl").exists()
-                and len((out / "results.jsonl").read_text().splitlines()) > 5):
-            time.sleep(0.2)
-        os.killpg(proc.pid, signal.SIGINT)
-        code = proc.wait(timeout=30)
-    finally:
-        proc.kill()
-    err = proc.stderr.read()
+    code, err = ctrl_c(["regress", "-b", "golden", "-n", "1000", "--configs", "tiny", "-w", "1",
+                        "-o", out, "--json"], lines_at_least(out / "results.jsonl", 6),
+                       ready_within=120, stop_within=30)
     assert code == 130, err
     assert "Traceback" not in err and "interrupted" in err
     header, records = _records(out)
