@@ -16,9 +16,7 @@ import numpy as np
 from ..driver.host import Buffer, RunStats
 from ..isa import AluOp
 from ..runtime import _MAX_16 as _MAX_STRIDE  # LOAD/STORE strides: 16-bit fields
-from ..runtime import (
-    CommandQueue,
-)
+from ..runtime import CommandQueue
 from .emit import _emit_conv
 from .epilogue import Epilogue, Residual, _epilogue
 from .layout import _as_int8, _ceil_to, pack_nchw, pack_oihw, unpack_nchw
