@@ -493,6 +493,19 @@ def _linear_acc(node: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.rint(x.astype(np.float64) @ w.T.astype(np.float64)).astype(np.int64)
 
 
+def _channel_shape(node: Node) -> tuple[int, ...]:
+    """The shape that broadcasts a per-output-channel row over a conv or dense output."""
+    return (1, -1) + (1,) * (2 if node.op == "conv" else 0)
+
+
+def _exact_acc(node: Node, graph: Graph, env: Mapping[str, np.ndarray]) -> np.ndarray:
+    """A conv or dense layer's int accumulator (bias included) on the reference's input."""
+    w, bias, _ = _weights(node, graph)
+    x = node.inputs[0]
+    xi = env[x].astype(np.int64) - graph.values[x].qtype.zero_point
+    return _linear_acc(node, xi, w) + bias.reshape(_channel_shape(node))
+
+
 def certify(graph: Graph, feeds: Mapping[str, Any], model: Any = None) -> Certificate:
     """Bounds of onnxruntime's every value for these inputs, and a check of ours.
 
@@ -515,10 +528,13 @@ def certify(graph: Graph, feeds: Mapping[str, Any], model: Any = None) -> Certif
     hi = dict(lo)
     wrong = {}
     for node in graph.nodes:
-        lo[node.output], hi[node.output] = _interval(node, graph, env, lo, hi, integer)
+        # a layer's exact accumulator, once: the centre of both intervals below
+        acc = _exact_acc(node, graph, env) if node.op in ("conv", "dense") else None
+        lo[node.output], hi[node.output] = _interval(node, graph, env, lo, hi, integer, acc=acc)
         if node.op in ("conv", "dense", "add") or _requantizing_pool(
                 node, graph.values[node.inputs[0]].qtype, graph.values[node.output].qtype):
-            low, high = _interval(node, graph, env, points, points, integer, ours=True)
+            low, high = _interval(node, graph, env, points, points, integer, ours=True,
+                                  acc=acc)
             y = points[node.output]
             wrong[node.output] = int(((y < low) | (y > high)).sum())
     return Certificate(graph, env, lo, hi, wrong)
@@ -526,9 +542,11 @@ def certify(graph: Graph, feeds: Mapping[str, Any], model: Any = None) -> Certif
 
 def _interval(node: Node, graph: Graph, env: Mapping[str, np.ndarray],
               lo: Mapping[str, np.ndarray], hi: Mapping[str, np.ndarray], integer: set[str],
-              ours: bool = False) -> tuple[np.ndarray, np.ndarray]:
+              ours: bool = False, acc: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
     """Where onnxruntime's values of ``node`` lie when its inputs lie in ``[lo, hi]``
-    (``ours``: where ours must, our fixed-point error ``E`` in place of its ``eps``)."""
+    (``ours``: where ours must, our fixed-point error ``E`` in place of its ``eps``;
+    ``acc``: a conv or dense layer's :func:`_exact_acc`, when the caller has it)."""
     vals = graph.values
     x = node.inputs[0]
     xq, yq = vals[x].qtype, vals[node.output].qtype
@@ -536,10 +554,10 @@ def _interval(node: Node, graph: Graph, env: Mapping[str, np.ndarray],
     slack = 1e-9  # float64's own rounding in r * acc, far below any E or eps that matters
     if node.op in ("conv", "dense"):
         w, bias, r = _weights(node, graph)
-        shape = (1, -1) + (1,) * (2 if node.op == "conv" else 0)
-        xi = env[x].astype(np.int64) - xq.zero_point
+        shape = _channel_shape(node)
         dlo, dhi = lo[x] - env[x], hi[x] - env[x]
-        acc = _linear_acc(node, xi, w) + bias.reshape(shape)
+        if acc is None:
+            acc = _exact_acc(node, graph, env)
         if dlo.any() or dhi.any():
             wp, wn = np.maximum(w, 0), np.minimum(w, 0)
             acc_lo = acc + _linear_acc(node, dlo, wp) + _linear_acc(node, dhi, wn)
