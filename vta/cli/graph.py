@@ -57,7 +57,7 @@ def graph_cmd() -> None:
                    "for any input (default: when it is installed)")
 @click.option("--bound", "per_input", is_flag=True,
               help="with onnxruntime: also prove a bound for these inputs and check both "
-                   "runs against it (costs about four runs of the int8 reference)")
+                   "runs against it (costs several runs of the int8 reference)")
 @output_option("--trace", "trace_file", metavar="FILE",
                help="write the per-instruction trace of the inference to this file")
 @click.option("--tuning-log", type=click.Path(exists=True, dir_okay=False, path_type=Path),
