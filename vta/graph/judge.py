@@ -691,9 +691,8 @@ def assess(graph: Graph, feeds: Mapping[str, Any], ours: Mapping[str, np.ndarray
     """:func:`compare` each output, with :func:`network_bound` and :func:`certify` beside it
     (``model``: the ONNX model, which tells which nodes onnxruntime runs in integers).
 
-    ``per_input=False`` leaves :func:`certify` out: it costs about six runs of the int8
-    reference (and onnxruntime once more; 1.8 s against 0.3 s on ResNet-18), while the rest
-    costs a fraction of one.
+    ``per_input=False`` leaves :func:`certify` out: it costs several runs of the int8
+    reference (and onnxruntime once more), while the rest costs a fraction of one.
     """
     agreements = compare(graph, ours, theirs)
     why = ""
