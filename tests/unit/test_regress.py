@@ -741,11 +741,15 @@ def test_killed_workers_lose_no_result(tmp_path, monkeypatch):
     assert crash["seed"] == 40 and "died" in crash["message"] and crash["attempts"] == 2
     _, records = _records(tmp_path / "r")
     assert sorted(r["seed"] for r in records) == [38, 39, 40, 41]
-    # the programs the dead worker held are marked: a second attempt, rescheduled once
-    # (the one it was running; the scheduler may have given it the next one already)
+    # The programs a dead worker held are marked: one more attempt per death that
+    # rescheduled it.  Three workers die (the marker's program, then seed 40 twice), and the
+    # scheduler hands each worker the next task before the current one ends, so which of
+    # the other passes a death catches is the scheduler's timing: at least the marker's
+    # program, at most every pass, each at most once per death.
     retried = [r for r in records if r["status"] == "pass" and r["attempts"] > 1]
-    assert 1 <= len(retried) <= 2
-    assert all(r["attempts"] == 2 and r["rescheduled"] == 1 for r in retried)
+    assert retried
+    assert all(1 <= r["rescheduled"] <= 3 and r["attempts"] == r["rescheduled"] + 1
+               for r in retried)
     assert all("rescheduled" not in r for r in records if r not in retried and
                r["status"] == "pass")
 
